@@ -1,0 +1,52 @@
+# Two commands do all set-up: `make lab` and `make test`. Each creates .venv if missing and
+# installs requirements.txt (exact pins) plus `helpers` in editable mode.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+PORT ?= 8888
+
+.PHONY: install lab test test-unit test-notebooks test-browser bench notebooks clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	$(PY) -c "import torch, ipywidgets, jupyterlab, nbval, helpers; print('installed: torch', torch.__version__, '| ipywidgets', ipywidgets.__version__, '| jupyterlab', jupyterlab.__version__)"
+	@touch $@
+
+# JupyterLab on 127.0.0.1 only, in notebooks/, token authentication left on (Jupyter prints
+# the URL with its token).
+lab: install
+	cd notebooks && ../$(PY) -m jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser \
+		$(if $(filter 0,$(shell id -u)),--allow-root,)
+
+# Everything: unit tests, strict nbval over every notebook, then the browser test.
+test: install
+	$(PY) -m pytest tests --ignore=tests/browser -q
+	$(MAKE) --no-print-directory test-notebooks
+	$(MAKE) --no-print-directory test-browser
+
+test-unit: install
+	$(PY) -m pytest tests --ignore=tests/browser -q
+
+test-notebooks: install
+	$(PY) -m pytest --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS) -q
+
+test-browser: install
+	$(PY) -m pytest tests/browser -q -rs
+
+bench: install
+	$(PY) -m benchmarks
+
+# Re-execute every notebook in place, storing outputs and widget state (run after editing).
+notebooks: install
+	$(PY) -m jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=300 $(NOTEBOOKS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,27 @@
+"""Attention, hands-on: small, GPU-aware helpers that the notebooks import.
+
+Legend used in every module: B batch, Q queries, K key-value pairs, D query/key size,
+V value size, H heads. Attention weights are always laid out (..., Q, K).
+"""
+
+from .attention import AdditiveAttention, DotProductAttention, scaled_dot_product
+from .device import get_device, set_seed
+from .kernel_regression import (
+    KERNELS, NWKernelRegression, RegressionData, make_regression_data, nadaraya_watson,
+    target_function,
+)
+from .masking import masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask
+from .multihead import MultiHeadAttention, transpose_output, transpose_qkv
+from .plotting import show_heatmaps, to_numpy
+from .positional import PositionalEncoding, sinusoidal_table
+
+__all__ = [
+    "AdditiveAttention", "DotProductAttention", "scaled_dot_product",
+    "get_device", "set_seed",
+    "KERNELS", "NWKernelRegression", "RegressionData", "make_regression_data",
+    "nadaraya_watson", "target_function",
+    "masked_softmax", "sequence_mask", "softmax_with_mask", "valid_lens_to_mask",
+    "MultiHeadAttention", "transpose_output", "transpose_qkv",
+    "show_heatmaps", "to_numpy",
+    "PositionalEncoding", "sinusoidal_table",
+]

@@ -1,0 +1,123 @@
+"""The two attention scorers (注意力评分函数): additive and scaled dot-product.
+
+Legend: B batch, Q queries, K key-value pairs, D query/key size, V value size, H hidden units.
+Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys; boolean masks use
+``True`` = takes part (as ``F.scaled_dot_product_attention`` does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .checks import check_floating, check_rank, check_size
+from .masking import ValidLens, softmax_with_mask, valid_lens_to_mask
+
+__all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
+
+
+def scaled_dot_product(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+    mask: torch.Tensor | None = None, *, dropout_p: float = 0.0, need_weights: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """softmax(Q Kᵀ / √D) V over any leading dims: (..., Q, D), (..., K, D), (..., K, V).
+
+    ``mask`` is boolean, broadcastable to (..., Q, K), ``True`` = takes part.
+    With ``need_weights`` it computes the weights itself and returns ``(out, weights)``;
+    without, it calls ``F.scaled_dot_product_attention`` (fused kernels on a GPU) and returns
+    ``(out, None)``. Either way a query with no key taking part gets an all-zero output.
+    """
+    if need_weights:
+        scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])  # (..., Q, K)
+        weights = softmax_with_mask(scores, mask)
+        dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+        return dropped @ values, weights  # (..., Q, V)
+    out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
+    if mask is not None:
+        out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # rows with nothing to see
+    return out, None
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention (缩放点积注意力): queries and keys share the size D.
+
+    ``forward(queries (B, Q, D), keys (B, K, D), values (B, K, V), valid_lens=None)`` → (B, Q, V).
+    The weights of the last call are kept in ``attention_weights`` (B, Q, K), or None when
+    called with ``need_weights=False`` (then PyTorch's fused SDPA does the work).
+    """
+
+    def __init__(self, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights: torch.Tensor | None = None
+
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+        valid_lens: ValidLens = None, *, need_weights: bool = True,
+    ) -> torch.Tensor:
+        check_qkv(queries, keys, values, same_qk_size=True)
+        B, Q, _ = queries.shape
+        mask = None if valid_lens is None else valid_lens_to_mask(
+            valid_lens, B, Q, keys.shape[1], queries.device)
+        p = self.dropout.p if self.training else 0.0
+        out, self.attention_weights = scaled_dot_product(
+            queries, keys, values, mask, dropout_p=p, need_weights=need_weights)
+        return out
+
+
+class AdditiveAttention(nn.Module):
+    """Additive attention (加性注意力): score(q, k) = w_vᵀ tanh(W_q q + W_k k), no biases.
+
+    Queries (B, Q, D_q) and keys (B, K, D_k) may differ in size.
+    ``forward(queries, keys, values (B, K, V), valid_lens=None)`` → (B, Q, V);
+    the weights of the last call are kept in ``attention_weights`` (B, Q, K).
+    """
+
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        for name, size in (("key_size", key_size), ("query_size", query_size),
+                           ("num_hiddens", num_hiddens)):
+            if not isinstance(size, int) or size < 1:
+                raise ValueError(f"{name} must be a positive int, got {size!r}")
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights: torch.Tensor | None = None
+
+    def get_scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Unnormalised scores (B, Q, K)."""
+        q, k = self.W_q(queries), self.W_k(keys)  # (B, Q, H), (B, K, H)
+        features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (B, Q, K, H)
+        return self.w_v(features).squeeze(-1)  # (B, Q, K)
+
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+        valid_lens: ValidLens = None,
+    ) -> torch.Tensor:
+        check_qkv(queries, keys, values, same_qk_size=False)
+        check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
+        check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
+        B, Q, _ = queries.shape
+        mask = None if valid_lens is None else valid_lens_to_mask(
+            valid_lens, B, Q, keys.shape[1], queries.device)
+        self.attention_weights = softmax_with_mask(self.get_scores(queries, keys), mask)
+        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)
+
+
+def check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+              *, same_qk_size: bool) -> None:
+    """Check queries (B, Q, D), keys (B, K, D), values (B, K, V) agree; raise ValueError if not."""
+    check_rank("queries", queries, 3, "(B, Q, D)")
+    check_rank("keys", keys, 3, "(B, K, D)")
+    check_rank("values", values, 3, "(B, K, V)")
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        check_floating(name, t)
+    check_size("batch size of keys (B)", queries.shape[0], keys.shape[0])
+    check_size("batch size of values (B)", queries.shape[0], values.shape[0])
+    check_size("number of values (K, one per key)", keys.shape[1], values.shape[1])
+    if same_qk_size:
+        check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])

@@ -1,0 +1,83 @@
+"""Multi-head attention (多头注意力): H scaled dot-product heads side by side.
+
+Legend: B batch, Q queries, K key-value pairs, N num_hiddens, H heads, N/H size of one head.
+Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys (the opposite of
+``nn.MultiheadAttention``'s ``key_padding_mask``, where ``True`` means *ignore*).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import check_qkv, scaled_dot_product
+from .checks import check_size
+from .masking import ValidLens, valid_lens_to_mask
+
+__all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output"]
+
+
+def transpose_qkv(X: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Split the last axis into heads: (B, T, N) → (B, H, T, N/H)."""
+    B, T, N = X.shape
+    return X.reshape(B, T, num_heads, N // num_heads).transpose(1, 2)  # (B, H, T, N/H)
+
+
+def transpose_output(X: torch.Tensor) -> torch.Tensor:
+    """Undo ``transpose_qkv``: (B, H, T, N/H) → (B, T, N), the heads concatenated."""
+    B, H, T, d = X.shape
+    return X.transpose(1, 2).reshape(B, T, H * d)  # (B, T, N)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head scaled dot-product attention with projections ``W_q``, ``W_k``, ``W_v``, ``W_o``.
+
+    Queries (B, Q, query_size), keys (B, K, key_size), values (B, K, value_size); sizes
+    default to ``num_hiddens``. ``forward(...)`` → (B, Q, num_hiddens). With ``need_weights``
+    (the default) the weights of the last call are kept in ``attention_weights`` (B, H, Q, K);
+    with ``need_weights=False`` it calls ``F.scaled_dot_product_attention`` (fused on a GPU)
+    and ``attention_weights`` is None. With copied weights it equals
+    ``nn.MultiheadAttention(num_hiddens, H, kdim=key_size, vdim=value_size, batch_first=True)``.
+    """
+
+    def __init__(
+        self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False,
+        query_size: int | None = None, key_size: int | None = None, value_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads)):
+            if not isinstance(size, int) or size < 1:
+                raise ValueError(f"{name} must be a positive int, got {size!r}")
+        if num_hiddens % num_heads:
+            raise ValueError(
+                f"num_hiddens must be divisible by num_heads: got num_hiddens={num_hiddens}, "
+                f"num_heads={num_heads} (remainder {num_hiddens % num_heads})"
+            )
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.attention_weights: torch.Tensor | None = None
+
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+        valid_lens: ValidLens = None, *, need_weights: bool = True,
+    ) -> torch.Tensor:
+        check_qkv(queries, keys, values, same_qk_size=False)
+        for name, layer, x in (("queries", self.W_q, queries), ("keys", self.W_k, keys),
+                               ("values", self.W_v, values)):
+            check_size(f"feature size of {name}", layer.in_features, x.shape[-1])
+        B, Q, _ = queries.shape
+        mask = None
+        if valid_lens is not None:
+            mask = valid_lens_to_mask(valid_lens, B, Q, keys.shape[1], queries.device)
+            mask = mask.unsqueeze(1)  # (B, 1, 1 or Q, K): the same mask for every head
+        q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
+        k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K, N/H)
+        v = transpose_qkv(self.W_v(values), self.num_heads)  # (B, H, K, N/H)
+        p = self.dropout if self.training else 0.0
+        out, self.attention_weights = scaled_dot_product(
+            q, k, v, mask, dropout_p=p, need_weights=need_weights)  # (B, H, Q, N/H)
+        return self.W_o(transpose_output(out))  # (B, Q, N)

@@ -1,0 +1,107 @@
+"""One heatmap function for every notebook: ``show_heatmaps``.
+
+Legend: R rows and C columns of panels, Q queries (rows of a map), K keys (columns of a map).
+Mask convention: ``mask`` is boolean, ``True`` = takes part; other cells are drawn grey.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+
+__all__ = ["show_heatmaps", "to_numpy"]
+
+MASKED_COLOR = "#c8c8c8"  # masked (or NaN) cells: grey, outside every colormap used here
+
+
+def to_numpy(x: torch.Tensor | np.ndarray | Sequence) -> np.ndarray:
+    """A NumPy copy of a tensor on any device and dtype (bfloat16 included)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu()
+        return (x.float() if x.dtype in (torch.float16, torch.bfloat16) else x).numpy()
+    return np.asarray(x)
+
+
+def _as_4d(name: str, x: np.ndarray) -> np.ndarray:
+    if x.ndim == 2:
+        return x[None, None]
+    if x.ndim == 3:
+        return x[None]
+    if x.ndim == 4:
+        return x
+    raise ValueError(f"{name} must be 2-D (Q, K), 3-D (C, Q, K) or 4-D (R, C, Q, K), got shape {x.shape}")
+
+
+def show_heatmaps(
+    matrices: torch.Tensor | np.ndarray,
+    xlabel: str = "Keys",
+    ylabel: str = "Queries",
+    titles: Sequence[str] | None = None,
+    figsize: tuple[float, float] | None = None,
+    cmap: str = "Reds",
+    mask: torch.Tensor | np.ndarray | None = None,
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    colorbar: bool = True,
+    fig: Figure | None = None,
+) -> Figure:
+    """Draw a grid of heatmaps with one shared colorbar and return the Figure.
+
+    ``matrices``: (Q, K), (C, Q, K) or (R, C, Q, K), a tensor on any device or an array.
+    ``titles``: one per column, or one per panel (R·C). ``mask``: boolean, broadcastable to
+    ``matrices``; cells where it is False (and NaN cells) are drawn grey. ``vmax`` defaults to
+    the largest value shown. ``fig``: an existing Figure to clear and redraw into (widgets reuse
+    one figure instead of making a new one per slider move). The Figure is not registered with
+    pyplot: return it from a cell (or ``display`` it) to show it, and nothing leaks.
+    """
+    data = _as_4d("matrices", to_numpy(matrices)).astype(np.float64)
+    R, C, Q, K = data.shape
+    if mask is not None:
+        m = to_numpy(mask).astype(bool)
+        try:
+            m = np.broadcast_to(_as_4d("mask", m) if m.ndim >= 2 else m, data.shape)
+        except ValueError:
+            raise ValueError(f"mask must broadcast to shape {data.shape}, got {m.shape}") from None
+        data = np.where(m, data, np.nan)
+    if titles is not None and len(titles) not in (C, R * C):
+        raise ValueError(f"titles must have {C} (one per column) or {R * C} entries, got {len(titles)}")
+    for name, labels, n in (("xticklabels", xticklabels, K), ("yticklabels", yticklabels, Q)):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} must have {n} entries, got {len(labels)}")
+    shown = data[~np.isnan(data)]
+    top = vmax if vmax is not None else (float(shown.max()) if shown.size else 1.0)
+    low = vmin if vmin is not None else (float(shown.min()) if shown.size else 0.0)
+    if top <= low:
+        top = low + 1.0
+    if fig is None:
+        fig = Figure(figsize=figsize or (2.5 * C + 1.0, 2.5 * R), layout="constrained")
+    else:
+        fig.clear()
+        if figsize is not None:
+            fig.set_size_inches(*figsize)
+    colors = colormaps[cmap].with_extremes(bad=MASKED_COLOR)
+    axes = fig.subplots(R, C, sharex=True, sharey=True, squeeze=False)
+    for r in range(R):
+        for c in range(C):
+            ax = axes[r, c]
+            image = ax.imshow(np.ma.masked_invalid(data[r, c]), cmap=colors, vmin=low, vmax=top,
+                              aspect="auto", interpolation="nearest")
+            if r == R - 1:
+                ax.set_xlabel(xlabel)
+            if c == 0:
+                ax.set_ylabel(ylabel)
+            if titles is not None:
+                ax.set_title(titles[r * C + c] if len(titles) == R * C else titles[c])
+            if xticklabels is not None:
+                ax.set_xticks(range(K), list(xticklabels), rotation=90)
+            if yticklabels is not None:
+                ax.set_yticks(range(Q), list(yticklabels))
+    if colorbar:
+        fig.colorbar(image, ax=axes, shrink=0.8)
+    return fig

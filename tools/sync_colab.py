@@ -1,0 +1,91 @@
+"""Write the Colab badge and the Colab set-up cell into notebooks, from the one repository URL.
+
+The URL lives in pyproject.toml ([project.urls] Repository). Run after changing it, or on a
+new notebook:  python tools/sync_colab.py notebooks/*.ipynb
+``tests/test_notebooks_meta.py`` fails when a notebook is out of date with this script.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+BADGE_TAG = "colab-badge"
+SETUP_TAG = "colab-setup"
+
+
+def repo_url() -> str:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["urls"]["Repository"]
+
+
+def badge_line(nb_name: str, url: str = "") -> str:
+    url = url or repo_url()
+    path = url.removeprefix("https://github.com/")
+    return (
+        "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        f"(https://colab.research.google.com/github/{path}/blob/main/notebooks/{nb_name})"
+    )
+
+
+def setup_source(url: str = "") -> str:
+    url = url or repo_url()
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    return f'''# Colab only: fetch this repository so that `helpers` imports, and turn on Colab's
+# widget manager. Anywhere else (JupyterLab, CI) this cell does nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import pathlib
+    import subprocess
+
+    REPO_URL = "{url}"
+    repo = pathlib.Path("/content/{name}")
+    if not repo.exists():
+        subprocess.run(["git", "clone", "--depth", "1", REPO_URL, str(repo)], check=True)
+    sys.path.insert(0, str(repo))
+    from google.colab import output
+
+    output.enable_custom_widget_manager()'''
+
+
+def _tagged(nb, tag: str):
+    return next((c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])), None)
+
+
+def sync(path: Path) -> bool:
+    """Bring one notebook up to date; return True if it changed."""
+    nb = nbformat.read(path, as_version=4)
+    before = nbformat.writes(nb)
+    badge = badge_line(path.name)
+    cell = _tagged(nb, BADGE_TAG)
+    if cell is None:
+        first = nb.cells[0] if nb.cells and nb.cells[0].cell_type == "markdown" else None
+        if first is None:
+            first = nbformat.v4.new_markdown_cell("")
+            nb.cells.insert(0, first)
+        first.metadata.setdefault("tags", []).append(BADGE_TAG)
+        first.source = badge + "\n\n" + first.source
+    else:
+        cell.source = re.sub(r"^\[!\[Open In Colab\].*$", badge, cell.source, count=1, flags=re.M)
+    setup = _tagged(nb, SETUP_TAG)
+    if setup is None:
+        setup = nbformat.v4.new_code_cell(setup_source(), metadata={"tags": [SETUP_TAG]})
+        nb.cells.insert(1, setup)
+    else:
+        setup.source = setup_source()
+    setup.outputs = []
+    changed = nbformat.writes(nb) != before
+    if changed:
+        nbformat.write(nb, path)
+    return changed
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        print(("updated " if sync(Path(arg)) else "up to date ") + arg)
