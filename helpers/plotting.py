@@ -70,7 +70,8 @@ def show_heatmaps(
             raise ValueError(f"mask must broadcast to shape {data.shape}, got {m.shape}") from None
         data = np.where(m, data, np.nan)
     if titles is not None and len(titles) not in (C, R * C):
-        raise ValueError(f"titles must have {C} (one per column) or {R * C} entries, got {len(titles)}")
+        per_panel = f" or {R * C} (one per panel)" if R > 1 else ""
+        raise ValueError(f"titles must have {C} entries (one per column){per_panel}, got {len(titles)}")
     for name, labels, n in (("xticklabels", xticklabels, K), ("yticklabels", yticklabels, Q)):
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} must have {n} entries, got {len(labels)}")

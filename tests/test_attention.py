@@ -1,0 +1,165 @@
+"""The two scorers against PyTorch's SDPA and against their formulas written out here."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import AdditiveAttention, DotProductAttention
+from tests.conftest import FLOAT_DTYPES, TOL
+
+
+def qkv(device, B=2, Q=3, K=5, D=4, V=7, dtype=torch.float32):
+    g = torch.Generator().manual_seed(1)
+    make = lambda *s: torch.randn(*s, generator=g).to(device=device, dtype=dtype)
+    return make(B, Q, D), make(B, K, D), make(B, K, V)
+
+
+def sdpa_mask(lens: torch.Tensor, Q: int, K: int) -> torch.Tensor:
+    """SDPA's boolean mask (True = takes part), built independently of helpers."""
+    lens = lens if lens.dim() == 2 else lens[:, None].expand(-1, Q)
+    return torch.arange(K)[None, None, :] < lens[:, :, None]
+
+
+@pytest.mark.parametrize("lens", [None, [2, 5], [[1, 2, 3], [5, 4, 1]]])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_dot_product_equals_sdpa(device, lens, need_weights):
+    q, k, v = qkv(device)
+    valid = None if lens is None else torch.tensor(lens)
+    mask = None if valid is None else sdpa_mask(valid, 3, 5).to(device)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out = DotProductAttention()(q, k, v, None if valid is None else valid.to(device),
+                                need_weights=need_weights)
+    torch.testing.assert_close(out, expected)
+
+
+def test_dot_product_weights_match_formula(device):
+    q, k, v = qkv(device, dtype=torch.float64)
+    attn = DotProductAttention()
+    out = attn(q, k, v, torch.tensor([3, 5]))
+    w = torch.zeros(2, 3, 5, dtype=torch.float64)
+    for b, n in enumerate([3, 5]):
+        for i in range(3):
+            s = [sum(q[b, i, d].item() * k[b, j, d].item() for d in range(4)) / math.sqrt(4) for j in range(n)]
+            z = sum(math.exp(x) for x in s)
+            for j in range(n):
+                w[b, i, j] = math.exp(s[j]) / z
+    torch.testing.assert_close(attn.attention_weights.cpu(), w)
+    torch.testing.assert_close(out.cpu(), w @ v.cpu())
+
+
+def test_fully_masked_query_outputs_zero_on_both_paths(device):
+    q, k, v = qkv(device)
+    lens = torch.tensor([[0, 2, 5], [5, 0, 0]])
+    for need_weights in (True, False):
+        out = DotProductAttention()(q, k, v, lens, need_weights=need_weights)
+        assert torch.isfinite(out).all()
+        assert out[0, 0].abs().max() == 0 and out[1, 1:].abs().max() == 0
+
+
+def test_need_weights_false_keeps_no_weights():
+    attn = DotProductAttention()
+    attn(*qkv("cpu"), need_weights=False)
+    assert attn.attention_weights is None
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("lens", [None, [0, 5], [[0, 1, 5], [2, 2, 0]]])
+def test_dtype_mask_matrix(device, dtype, lens):
+    q, k, v = qkv(device, dtype=dtype)
+    inputs = [t.clone() for t in (q, k, v)]
+    valid = None if lens is None else torch.tensor(lens)
+    mask = None if valid is None else sdpa_mask(valid, 3, 5).to(device)
+    ref = F.scaled_dot_product_attention(*(t.double() for t in (q, k, v)), attn_mask=mask)
+    if mask is not None:
+        ref = ref.masked_fill(~mask.any(-1, keepdim=True), 0)  # SDPA leaves such rows to chance
+    for need_weights in (True, False):
+        out = DotProductAttention()(q, k, v, valid, need_weights=need_weights)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        tol = {k_: max(t, 1e-2) for k_, t in TOL[dtype].items()} if dtype in (torch.float16, torch.bfloat16) else TOL[dtype]
+        torch.testing.assert_close(out.double(), ref, **tol)
+    for before, after in zip(inputs, (q, k, v)):
+        assert torch.equal(before, after)
+
+
+def additive_reference(q, k, v, W_q, W_k, w_v, lens):
+    """w_vᵀ tanh(W_q q + W_k k) for every (query, key), masked softmax, weighted sum — by loops."""
+    B, Q, K = q.shape[0], q.shape[1], k.shape[1]
+    weights = torch.zeros(B, Q, K, dtype=torch.float64)
+    for b in range(B):
+        for i in range(Q):
+            n = lens[b] if lens is not None else K
+            scores = [float(w_v @ torch.tanh(W_q @ q[b, i] + W_k @ k[b, j])) for j in range(n)]
+            if n:
+                z = sum(math.exp(s) for s in scores)
+                for j in range(n):
+                    weights[b, i, j] = math.exp(scores[j]) / z
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize("lens", [None, [2, 6], [0, 1]])
+def test_additive_matches_formula_with_unequal_sizes(lens):
+    g = torch.Generator().manual_seed(2)
+    q = torch.randn(2, 3, 20, generator=g, dtype=torch.float64)  # query size 20
+    k = torch.randn(2, 6, 2, generator=g, dtype=torch.float64)  # key size 2
+    v = torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+    attn = AdditiveAttention(key_size=2, query_size=20, num_hiddens=8).double()
+    out = attn(q, k, v, None if lens is None else torch.tensor(lens))
+    ref_out, ref_w = additive_reference(q, k, v, attn.W_q.weight.detach(), attn.W_k.weight.detach(),
+                                        attn.w_v.weight[0].detach(), lens)
+    torch.testing.assert_close(attn.attention_weights, ref_w)
+    torch.testing.assert_close(out, ref_out)
+    assert attn.W_q.bias is None and attn.W_k.bias is None and attn.w_v.bias is None
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_additive_dtypes_and_devices(device, dtype):
+    attn = AdditiveAttention(3, 5, 4).to(device=device, dtype=dtype)
+    q = torch.randn(2, 4, 5, device=device, dtype=dtype)
+    k = torch.randn(2, 6, 3, device=device, dtype=dtype)
+    v = torch.randn(2, 6, 2, device=device, dtype=dtype)
+    out = attn(q, k, v, torch.tensor([0, 6]))
+    assert out.shape == (2, 4, 2) and out.dtype == dtype and torch.isfinite(out).all()
+    assert (out[0] == 0).all()
+    assert attn.attention_weights.shape == (2, 4, 6)
+
+
+def test_gradcheck_both_scorers():
+    q, k, v = (t.requires_grad_() for t in qkv("cpu", dtype=torch.float64))
+    lens = torch.tensor([[1, 3, 5], [2, 0, 4]])
+    assert torch.autograd.gradcheck(lambda a, b, c: DotProductAttention()(a, b, c, lens), (q, k, v))
+    add = AdditiveAttention(4, 4, 6).double()
+    assert torch.autograd.gradcheck(lambda a, b, c: add(a, b, c, lens), (q, k, v))
+
+
+@pytest.mark.parametrize("shapes, match", [
+    (((2, 3), (2, 5, 4), (2, 5, 7)), r"queries must have 3 dimensions \(B, Q, D\), got 2 with shape \(2, 3\)"),
+    (((2, 3, 4), (3, 5, 4), (2, 5, 7)), r"batch size of keys \(B\): expected 2, got 3"),
+    (((2, 3, 4), (2, 5, 4), (2, 6, 7)), r"number of values \(K, one per key\): expected 5, got 6"),
+    (((2, 3, 4), (2, 5, 3), (2, 5, 7)), r"feature size of keys \(D, same as queries\): expected 4, got 3"),
+])
+def test_dot_product_rejects_bad_shapes(shapes, match):
+    with pytest.raises(ValueError, match=match):
+        DotProductAttention()(*(torch.randn(*s) for s in shapes))
+
+
+def test_additive_rejects_wrong_feature_size():
+    with pytest.raises(ValueError, match=r"feature size of queries \(query_size\): expected 5, got 4"):
+        AdditiveAttention(3, 5, 4)(torch.randn(1, 2, 4), torch.randn(1, 3, 3), torch.randn(1, 3, 1))
+
+
+def test_valid_lens_too_long_rejected():
+    with pytest.raises(ValueError, match=r"\[0, K\] = \[0, 5\], got values from 2 to 6"):
+        DotProductAttention()(*qkv("cpu"), torch.tensor([2, 6]))
+
+
+def test_dropout_only_in_training():
+    attn = DotProductAttention(dropout=0.5)
+    q, k, v = qkv("cpu")
+    attn.eval()
+    torch.testing.assert_close(attn(q, k, v), attn(q, k, v))
+    attn.train()
+    assert not torch.allclose(attn(q, k, v), DotProductAttention()(q, k, v))

@@ -1,0 +1,163 @@
+"""masked_softmax and sequence_mask against formulas written out here, in every dtype."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import masked_softmax, sequence_mask, valid_lens_to_mask
+from tests.conftest import FLOAT_DTYPES, TOL
+
+
+def reference_masked_softmax(X: torch.Tensor, lens: list[list[int]]) -> torch.Tensor:
+    """exp(x_k) / Σ_{j<n} exp(x_j) for k < n, else 0 — one row at a time, in float64."""
+    B, Q, K = X.shape
+    out = torch.zeros(B, Q, K, dtype=torch.float64)
+    for b in range(B):
+        for q in range(Q):
+            n = lens[b][q]
+            row = [float(x) for x in X[b, q, :n]]
+            if n:
+                m = max(row)
+                total = sum(math.exp(x - m) for x in row)
+                for k in range(n):
+                    out[b, q, k] = math.exp(row[k] - m) / total
+    return out
+
+
+def test_sequence_mask_2d_matches_loop_and_leaves_input(device):
+    X = torch.arange(12.0, device=device).reshape(3, 4)
+    before = X.clone()
+    out = sequence_mask(X, torch.tensor([1, 4, 0]), value=-7)
+    expected = before.clone()
+    for b, n in enumerate([1, 4, 0]):
+        expected[b, n:] = -7
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(X, before)  # the textbook version writes into X
+
+
+def test_sequence_mask_3d_with_per_query_lengths(device):
+    X = torch.ones(2, 3, 5, device=device)
+    out = sequence_mask(X, torch.tensor([[0, 2, 5], [1, 1, 3]], device=device))
+    assert out.sum(-1).tolist() == [[0.0, 2.0, 5.0], [1.0, 1.0, 3.0]]
+    assert X.sum().item() == 30.0
+
+
+@pytest.mark.parametrize("lens", [[2, 3], [[1, 3], [2, 4]], [[0, 4], [4, 0]], [0, 0]])
+def test_masked_softmax_matches_formula(device, lens):
+    X = torch.randn(2, 2, 4, device=device)
+    per_query = [row if isinstance(row, list) else [row, row] for row in lens]
+    out = masked_softmax(X, torch.tensor(lens, device=device))
+    expected = reference_masked_softmax(X.cpu().double(), per_query).to(out)
+    torch.testing.assert_close(out, expected)
+
+
+def test_no_mask_is_plain_softmax(device):
+    X = torch.randn(3, 2, 5, device=device, dtype=torch.float64)
+    torch.testing.assert_close(masked_softmax(X), torch.exp(X) / torch.exp(X).sum(-1, keepdim=True))
+
+
+def test_seeds_example_layout():
+    """Seed 004's printout: valid lengths (2,) mask columns 2.. in batch 0 and 3.. in batch 1."""
+    X = torch.rand(2, 2, 4)
+    out = masked_softmax(X, torch.tensor([2, 3]))
+    assert (out[0, :, 2:] == 0).all() and (out[1, :, 3:] == 0).all()
+    torch.testing.assert_close(out.sum(-1), torch.ones(2, 2))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("lens", [None, [0, 3], [[0, 1, 5], [5, 5, 2]]])
+def test_dtype_mask_matrix(device, dtype, lens):
+    X = (torch.randn(2, 3, 5, device=device) * 30).to(dtype)  # large scores: overflow-prone
+    before = X.clone()
+    valid = None if lens is None else torch.tensor(lens, device=device)
+    out = masked_softmax(X, valid)
+    assert out.dtype == dtype and out.device == X.device
+    assert torch.isfinite(out).all()
+    assert torch.equal(X, before)
+    per_query = [[5] * 3] * 2 if lens is None else [
+        row if isinstance(row, list) else [row] * 3 for row in lens]
+    expected = reference_masked_softmax(X.cpu().double(), per_query)
+    torch.testing.assert_close(out.cpu().double(), expected, **{
+        k: max(v, 1e-3 if dtype in (torch.float16, torch.bfloat16) else v) for k, v in TOL[dtype].items()})
+
+
+def test_fully_masked_row_is_zero_not_uniform_or_nan():
+    out = masked_softmax(torch.randn(1, 2, 6), torch.tensor([[0, 6]]))
+    assert torch.equal(out[0, 0], torch.zeros(6))
+    assert torch.isclose(out[0, 1].sum(), torch.tensor(1.0))
+
+
+def test_masked_positions_are_exactly_zero_even_with_huge_scores():
+    X = torch.full((1, 1, 4), 1e30)
+    X[0, 0, 3] = 3e38
+    out = masked_softmax(X, torch.tensor([2]))
+    assert out[0, 0, 2:].tolist() == [0.0, 0.0]
+    torch.testing.assert_close(out[0, 0, :2], torch.tensor([0.5, 0.5]))
+
+
+def test_gradcheck_through_mask():
+    X = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: masked_softmax(x, torch.tensor([[1, 0, 4], [2, 3, 4]])), (X,))
+
+
+def test_masked_entries_get_no_gradient():
+    X = torch.randn(1, 1, 5, dtype=torch.float64, requires_grad=True)
+    (masked_softmax(X, torch.tensor([2])) * torch.arange(5.0)).sum().backward()
+    assert X.grad[0, 0, 2:].abs().max() == 0
+
+
+@pytest.mark.parametrize("bad, match", [
+    (torch.tensor([1.0, 2.0]), "integers, got dtype torch.float32"),
+    (torch.tensor([True, False]), "integers, got dtype torch.bool"),
+    (torch.tensor([-1, 2]), r"\[0, K\] = \[0, 4\], got values from -1 to 2"),
+    (torch.tensor([1, 5]), r"\[0, K\] = \[0, 4\], got values from 1 to 5"),
+    (torch.tensor([1, 2, 3]), r"\(B,\)=\(2,\) or \(B, Q\)=\(2, 3\), got \(3,\)"),
+    (torch.tensor([[1, 2], [3, 4]]), r"\(B, Q\)=\(2, 3\), got \(2, 2\)"),
+])
+def test_bad_valid_lens_raise_value_error(bad, match):
+    with pytest.raises(ValueError, match=match):
+        masked_softmax(torch.randn(2, 3, 4), bad)
+
+
+@pytest.mark.parametrize("X, match", [
+    (torch.randn(3, 4), r"3 dimensions \(B, Q, K\), got 2 with shape \(3, 4\)"),
+    (torch.randn(1, 2, 3, 4), r"got 4 with shape \(1, 2, 3, 4\)"),
+    (torch.ones(2, 2, 2, dtype=torch.long), "floating-point tensor, got dtype torch.int64"),
+])
+def test_bad_scores_raise_value_error(X, match):
+    with pytest.raises(ValueError, match=match):
+        masked_softmax(X, None)
+
+
+def test_sequence_mask_rejects_wrong_rank():
+    with pytest.raises(ValueError, match=r"\(B, T\) or \(B, Q, K\), got \(5,\)"):
+        sequence_mask(torch.ones(5), torch.tensor([1]))
+
+
+def test_mask_broadcasts_per_row_and_per_query():
+    assert valid_lens_to_mask(torch.tensor([1, 2]), 2, 3, 4).shape == (2, 1, 4)
+    assert valid_lens_to_mask(torch.ones(2, 3, dtype=torch.int32), 2, 3, 4).shape == (2, 3, 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    B=st.integers(1, 3), Q=st.integers(1, 4), K=st.integers(1, 6),
+    data=st.data(), scale=st.floats(0.01, 100.0),
+)
+def test_property_valid_part_sums_to_one_masked_part_zero(B, Q, K, data, scale):
+    lens = data.draw(st.lists(st.lists(st.integers(0, K), min_size=Q, max_size=Q), min_size=B, max_size=B))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16)))
+    X = torch.randn(B, Q, K, generator=g) * scale
+    out = masked_softmax(X, torch.tensor(lens))
+    for b in range(B):
+        for q in range(Q):
+            n = lens[b][q]
+            assert torch.all(out[b, q, n:] == 0)
+            assert torch.all(out[b, q, :n] >= 0)
+            if n:
+                assert abs(out[b, q, :n].sum().item() - 1) < 1e-5

@@ -1,0 +1,123 @@
+"""MultiHeadAttention against torch.nn.MultiheadAttention with copied weights."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from helpers import MultiHeadAttention, transpose_output, transpose_qkv
+from tests.conftest import FLOAT_DTYPES, TOL
+
+
+def copy_into_torch(ours: MultiHeadAttention, bias: bool, kdim: int, vdim: int) -> nn.MultiheadAttention:
+    N, H = ours.W_o.out_features, ours.num_heads
+    ref = nn.MultiheadAttention(N, H, bias=bias, kdim=kdim, vdim=vdim, batch_first=True)
+    with torch.no_grad():
+        if ref._qkv_same_embed_dim:
+            ref.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]))
+        else:
+            ref.q_proj_weight.copy_(ours.W_q.weight)
+            ref.k_proj_weight.copy_(ours.W_k.weight)
+            ref.v_proj_weight.copy_(ours.W_v.weight)
+        ref.out_proj.weight.copy_(ours.W_o.weight)
+        if bias:
+            ref.in_proj_bias.copy_(torch.cat([ours.W_q.bias, ours.W_k.bias, ours.W_v.bias]))
+            ref.out_proj.bias.copy_(ours.W_o.bias)
+    return ref.eval()
+
+
+def torch_masks(lens: torch.Tensor | None, B: int, H: int, Q: int, K: int):
+    """nn.MultiheadAttention's masks: True = *ignore* (the opposite of ours)."""
+    if lens is None:
+        return {}
+    if lens.dim() == 1:
+        return {"key_padding_mask": torch.arange(K)[None, :] >= lens[:, None]}  # (B, K)
+    blocked = torch.arange(K)[None, None, :] >= lens[:, :, None]  # (B, Q, K)
+    return {"attn_mask": blocked.repeat_interleave(H, dim=0)}  # (B·H, Q, K)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("sizes", [(12, 12), (5, 7)])  # (key_size, value_size)
+@pytest.mark.parametrize("lens", [None, [3, 6], [[1, 2, 3, 6], [6, 5, 4, 2]]])
+def test_equals_torch_multihead_attention(bias, sizes, lens):
+    torch.manual_seed(3)
+    B, Q, K, N, H = 2, 4, 6, 12, 3
+    kdim, vdim = sizes
+    ours = MultiHeadAttention(N, H, bias=bias, key_size=kdim, value_size=vdim).eval()
+    ref = copy_into_torch(ours, bias, kdim, vdim)
+    q, k, v = torch.randn(B, Q, N), torch.randn(B, K, kdim), torch.randn(B, K, vdim)
+    valid = None if lens is None else torch.tensor(lens)
+    expected, expected_w = ref(q, k, v, need_weights=True, average_attn_weights=False,
+                               **torch_masks(valid, B, H, Q, K))
+    out = ours(q, k, v, valid)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(ours.attention_weights, expected_w)
+    assert ours.attention_weights.shape == (B, H, Q, K)
+    torch.testing.assert_close(ours(q, k, v, valid, need_weights=False), expected)
+
+
+def test_split_and_merge_heads_are_inverse_reshapes(device):
+    X = torch.randn(2, 5, 12, device=device)
+    heads = transpose_qkv(X, 4)
+    assert heads.shape == (2, 4, 5, 3)
+    torch.testing.assert_close(heads[:, 1], X[..., 3:6])  # head 1 holds features 3..5
+    torch.testing.assert_close(transpose_output(heads), X)
+
+
+def test_fully_masked_query_gives_bias_only_output_without_nan():
+    mha = MultiHeadAttention(8, 2, bias=True).eval()
+    x = torch.randn(1, 3, 8)
+    for need_weights in (True, False):
+        out = mha(x, x, x, torch.tensor([[0, 1, 3]]), need_weights=need_weights)
+        assert torch.isfinite(out).all()
+        # no key seen: every head's output is 0, so only W_o's bias is left (after W_v's bias too)
+        torch.testing.assert_close(out[0, 0], mha.W_o.bias)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("lens", [None, [0, 5], [[0, 5, 1], [2, 2, 0]]])
+def test_dtype_mask_matrix(device, dtype, lens):
+    torch.manual_seed(4)
+    ref_mha = MultiHeadAttention(8, 2, key_size=6, value_size=3).eval()
+    mha = MultiHeadAttention(8, 2, key_size=6, value_size=3).eval()
+    mha.load_state_dict(ref_mha.state_dict())
+    mha = mha.to(device=device, dtype=dtype)
+    ref_mha = ref_mha.double()
+    q, k, v = torch.randn(2, 3, 8), torch.randn(2, 5, 6), torch.randn(2, 5, 3)
+    valid = None if lens is None else torch.tensor(lens)
+    expected = ref_mha(q.double(), k.double(), v.double(), valid)
+    inputs = [t.to(device=device, dtype=dtype) for t in (q, k, v)]
+    copies = [t.clone() for t in inputs]
+    for need_weights in (True, False):
+        out = mha(*inputs, valid, need_weights=need_weights)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        tol = {key: max(t, 2e-2) for key, t in TOL[dtype].items()} if dtype in (torch.float16, torch.bfloat16) else TOL[dtype]
+        torch.testing.assert_close(out.cpu().double(), expected, **tol)
+    assert all(torch.equal(a, b) for a, b in zip(inputs, copies))
+
+
+def test_parameter_count_does_not_depend_on_heads():
+    counts = {H: sum(p.numel() for p in MultiHeadAttention(16, H).parameters()) for H in (1, 2, 4, 8)}
+    assert set(counts.values()) == {4 * 16 * 16}
+
+
+def test_gradcheck():
+    mha = MultiHeadAttention(6, 2, bias=True).double()
+    x = torch.randn(2, 3, 6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: mha(t, t, t, torch.tensor([2, 3])), (x,))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(num_hiddens=10, num_heads=4), r"divisible by num_heads: got num_hiddens=10, num_heads=4"),
+    (dict(num_hiddens=0, num_heads=1), r"num_hiddens must be a positive int, got 0"),
+])
+def test_bad_configuration(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MultiHeadAttention(**kwargs)
+
+
+def test_wrong_feature_size_named():
+    mha = MultiHeadAttention(8, 2, key_size=5)
+    with pytest.raises(ValueError, match=r"feature size of keys: expected 5, got 8"):
+        mha(torch.randn(1, 2, 8), torch.randn(1, 3, 8), torch.randn(1, 3, 8))

@@ -1,0 +1,66 @@
+"""show_heatmaps: what it draws is what it was given, masked cells distinct, any device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from helpers import show_heatmaps
+
+
+@pytest.mark.parametrize("shape, panels", [((4, 6), 1), ((3, 4, 6), 3), ((2, 3, 4, 6), 6)])
+def test_ranks_and_panel_data(device, shape, panels):
+    data = torch.rand(*shape, device=device)
+    fig = show_heatmaps(data)
+    assert isinstance(fig, Figure)
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert len(images) == panels
+    flat = data.reshape(-1, 4, 6).cpu().numpy()
+    for image, expected in zip(images, flat):
+        np.testing.assert_allclose(image.get_array(), expected, rtol=1e-6)
+    assert len(fig.axes) == panels + 1  # one shared colorbar
+
+
+def test_masked_cells_are_masked_and_drawn_grey():
+    w = torch.rand(3, 5)
+    mask = torch.arange(5)[None, :] < torch.tensor([[1], [3], [5]])
+    fig = show_heatmaps(w, mask=mask)
+    arr = fig.axes[0].images[0].get_array()
+    assert np.array_equal(np.ma.getmaskarray(arr), ~mask.numpy())
+    image = fig.axes[0].images[0]
+    grey = image.cmap.get_bad()
+    assert tuple(np.round(grey[:3], 2)) == (0.78, 0.78, 0.78)
+    assert image.cmap(image.norm(0.0))[:3] != tuple(grey[:3])  # a zero weight is not grey
+
+
+def test_bfloat16_and_titles_and_tick_labels():
+    fig = show_heatmaps(torch.eye(3, dtype=torch.bfloat16)[None].repeat(2, 1, 1), titles=["a", "b"],
+                        xticklabels=["x", "y", "z"], yticklabels=["p", "q", "r"])
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["a", "b"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["x", "y", "z"]
+
+
+def test_redraw_into_same_figure():
+    fig = show_heatmaps(torch.rand(2, 2))
+    again = show_heatmaps(torch.rand(1, 3, 2, 2), fig=fig)
+    assert again is fig and len([a for a in fig.axes if a.images]) == 3
+
+
+def test_input_not_modified():
+    w = torch.rand(2, 3)
+    before = w.clone()
+    show_heatmaps(w, mask=w > 0.5)
+    assert torch.equal(w, before)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(matrices=torch.rand(5)), r"2-D \(Q, K\), 3-D \(C, Q, K\) or 4-D \(R, C, Q, K\), got shape \(5,\)"),
+    (dict(matrices=torch.rand(2, 3, 3), titles=["only one", "two", "three"]), r"titles must have 2 entries \(one per column\), got 3"),
+    (dict(matrices=torch.rand(3, 4), mask=torch.ones(2, 4, dtype=torch.bool)), r"mask must broadcast to shape \(1, 1, 3, 4\)"),
+    (dict(matrices=torch.rand(3, 4), xticklabels=["a"]), r"xticklabels must have 4 entries, got 1"),
+])
+def test_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        show_heatmaps(**kwargs)

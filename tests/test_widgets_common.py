@@ -1,0 +1,39 @@
+"""interactive_figure: the pattern every slider view is built on."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import torch
+
+from helpers import show_heatmaps
+from helpers.widgets import interactive_figure
+
+
+def make_view():
+    calls = []
+    fig = show_heatmaps(torch.zeros(3, 4))
+
+    def draw(n: int):
+        calls.append(n)
+        weights = torch.zeros(3, 4)
+        weights[:, :n] = 1.0 / n
+        return show_heatmaps(weights, mask=weights > 0, fig=fig)
+
+    view = interactive_figure(draw, n=widgets.IntSlider(value=2, min=1, max=4))
+    return view, fig, calls
+
+
+def test_first_drawing_happens_at_once_and_result_is_the_figure():
+    view, fig, calls = make_view()
+    assert calls == [2]
+    assert view.result is fig
+    assert isinstance(view, widgets.interactive) and view.out.layout.min_height == "420px"
+
+
+def test_moving_the_slider_redraws_the_same_figure():
+    view, fig, calls = make_view()
+    slider = view.children[0]
+    slider.value = 4
+    assert calls == [2, 4] and view.result is fig
+    arr = fig.axes[0].images[0].get_array()
+    assert not arr.mask.any() and float(arr[0, 3]) == 0.25
