@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PORT ?= 8888
 
-.PHONY: install lab test test-unit test-notebooks test-browser bench notebooks clean
+.PHONY: install lab test test-unit test-colab-widgets test-notebooks test-browser bench notebooks clean
+COLAB_WIDGETS := $(VENV)/ipywidgets7
 
 install: $(STAMP)
 
@@ -24,14 +25,23 @@ lab: install
 	cd notebooks && ../$(PY) -m jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
-# Everything: unit tests, strict nbval over every notebook, then the browser test.
+# Everything: unit tests, the widget tests again under Colab's ipywidgets 7, strict nbval over
+# every notebook, then the browser test.
 test: install
 	$(PY) -m pytest tests --ignore=tests/browser -q
+	$(MAKE) --no-print-directory test-colab-widgets
 	$(MAKE) --no-print-directory test-notebooks
 	$(MAKE) --no-print-directory test-browser
 
 test-unit: install
 	$(PY) -m pytest tests --ignore=tests/browser -q
+
+$(COLAB_WIDGETS)/.installed: requirements-colab-widgets.txt $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target $(COLAB_WIDGETS) -r requirements-colab-widgets.txt 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	@touch $@
+
+test-colab-widgets: $(COLAB_WIDGETS)/.installed
+	PYTHONPATH=$(COLAB_WIDGETS) EXPECT_IPYWIDGETS=7 $(PY) -m pytest tests/test_widgets_*.py -q -p no:cacheprovider -W ignore::DeprecationWarning
 
 test-notebooks: install
 	$(PY) -m pytest --nbval --nbval-current-env \

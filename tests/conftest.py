@@ -29,3 +29,20 @@ def device(request) -> torch.device:
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+def pytest_report_header(config):
+    import ipywidgets
+
+    return f"torch {torch.__version__}, ipywidgets {ipywidgets.__version__}, devices {DEVICES}"
+
+
+def pytest_sessionstart(session):
+    """`make test-colab-widgets` sets EXPECT_IPYWIDGETS=7: make sure that is what got imported."""
+    import os
+
+    import ipywidgets
+
+    expected = os.environ.get("EXPECT_IPYWIDGETS")
+    if expected and not ipywidgets.__version__.startswith(expected + "."):
+        raise pytest.UsageError(f"expected ipywidgets {expected}.x, imported {ipywidgets.__version__}")
