@@ -35,6 +35,11 @@ class RegressionData:
     x_test: torch.Tensor  # (Q,)
     y_truth: torch.Tensor  # (Q,)
 
+    def to(self, device: torch.device | str) -> RegressionData:
+        """The same data with every tensor on ``device`` (a new object; this one is unchanged)."""
+        return RegressionData(*(t.to(device) for t in (self.x_train, self.y_train,
+                                                        self.x_test, self.y_truth)))
+
 
 def make_regression_data(
     n_train: int = 50, n_test: int = 50, width: float = 5.0, noise: float = 0.5, seed: int = 0,
@@ -109,7 +114,8 @@ class NWKernelRegression(nn.Module):
     """Trainable Gaussian Nadaraya-Watson: weights softmax(-((x - x_i) w)² / 2).
 
     ``per_key=False``: one scalar ``w`` (the textbook); ``per_key=True``: one ``w_i`` per
-    training key (the variant of the study notes). The training pairs are buffers.
+    training key (the variant of the study notes). The training pairs are buffers (y_train is
+    stored in x_train's dtype); ``w`` is created on x_train's device.
     ``forward(queries (Q,), leave_one_out=False)`` → ŷ (Q,); the weights of the last call are
     kept in ``attention_weights`` (Q, N). ``leave_one_out`` (queries are the training inputs,
     Q = N) hides each point from itself, so training cannot win by copying its own label.
@@ -120,11 +126,15 @@ class NWKernelRegression(nn.Module):
         super().__init__()
         check_rank("x_train", x_train, 1, "(N,)")
         check_rank("y_train", y_train, 1, "(N,)")
+        check_floating("x_train", x_train)
         check_size("number of training values y_train (N)", x_train.shape[0], y_train.shape[0])
+        if x_train.shape[0] == 0:
+            raise ValueError("x_train must hold at least one point, got shape (0,)")
         self.register_buffer("x_train", x_train.detach().clone())
-        self.register_buffer("y_train", y_train.detach().clone())
+        self.register_buffer("y_train", y_train.detach().to(x_train.dtype).clone())
         shape = (x_train.shape[0],) if per_key else (1,)
-        self.w = nn.Parameter(torch.full(shape, float(init), dtype=x_train.dtype))
+        self.w = nn.Parameter(
+            torch.full(shape, float(init), dtype=x_train.dtype, device=x_train.device))
         self.attention_weights: torch.Tensor | None = None
 
     def forward(self, queries: torch.Tensor, leave_one_out: bool = False) -> torch.Tensor:
@@ -134,7 +144,9 @@ class NWKernelRegression(nn.Module):
         if leave_one_out:
             check_size("leave_one_out needs one query per training point (Q = N)",
                        self.x_train.shape[0], queries.shape[0])
+            if queries.shape[0] < 2:
+                raise ValueError("leave_one_out needs at least 2 training points, got 1")
             eye = torch.eye(queries.shape[0], dtype=torch.bool, device=queries.device)
             scores = scores.masked_fill(eye, torch.finfo(scores.dtype).min)
         self.attention_weights = F.softmax(scores, dim=1)  # (Q, N)
-        return self.attention_weights @ self.y_train  # (Q,)
+        return self.attention_weights @ self.y_train.to(self.attention_weights.dtype)  # (Q,)
