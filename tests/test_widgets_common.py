@@ -37,3 +37,16 @@ def test_moving_the_slider_redraws_the_same_figure():
     assert calls == [2, 4] and view.result is fig
     arr = fig.axes[0].images[0].get_array()
     assert not arr.mask.any() and float(arr[0, 3]) == 0.25
+
+
+def test_every_drawing_is_displayed_in_the_output_area(monkeypatch):
+    # A plain ``interactive`` keeps the Figure in .result but shows nothing: a notebook reader
+    # would see bare sliders. Record what the view hands to IPython's display().
+    from ipywidgets.widgets import interaction
+
+    shown = []
+    monkeypatch.setattr(interaction, "display", lambda obj, **kw: shown.append(obj))
+    view, fig, _ = make_view()
+    assert view.auto_display and shown == [fig]
+    view.children[0].value = 3
+    assert shown == [fig, fig]

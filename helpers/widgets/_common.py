@@ -20,7 +20,8 @@ def interactive_figure(
     which is what tests inspect. ``draw`` should redraw into one Figure it keeps, not make a
     new one per call. The first drawing happens at once, so ``.result`` is never None.
     """
-    view = widgets.interactive(draw, **controls)
+    # auto_display: plain ``interactive`` keeps the returned Figure without showing it (7 and 8).
+    view = widgets.interactive(draw, {"auto_display": True}, **controls)
     view.out.layout.min_height = height
     if view.result is None:  # ipywidgets releases differ on whether the constructor draws
         view.update()
