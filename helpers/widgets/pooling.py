@@ -1,0 +1,117 @@
+"""View for notebook 02: Nadaraya-Watson kernel regression, its fit and its attention map together.
+
+Legend: N training pairs (keys x_i, values y_i), Q queries (the test inputs). Weights are laid
+out (Q, N), one row per query, each row summing to 1.
+
+``draw_nw`` is a pure function of the data and the slider values (kernel, bandwidth);
+``nw_view`` wraps it in sliders; ``demo_views`` builds the view for the benchmark.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from ..kernel_regression import KERNELS, RegressionData, make_regression_data, nadaraya_watson
+from ..plotting import to_numpy
+from ._common import interactive_figure
+
+__all__ = ["draw_nw", "nw_view", "demo_views"]
+
+NW_LABEL = "pooling.nw"  # Figure label: tells draw_nw that a figure is its own
+FIGSIZE = (9.0, 3.6)
+
+
+def _layout_nw(fig: Figure, data: RegressionData) -> None:
+    """(Re)build the artists: truth, prediction and training points left; the heatmap right."""
+    x_train, y_train = to_numpy(data.x_train), to_numpy(data.y_train)
+    x_test, y_truth = to_numpy(data.x_test), to_numpy(data.y_truth)
+    fig.clear()
+    fig.set_label(NW_LABEL)
+    fig.set_layout_engine("none")  # fixed margins: a layout engine would double every redraw
+    ax_fit, ax_map = fig.subplots(1, 2, width_ratios=[1.25, 1], gridspec_kw=dict(
+        left=0.06, right=0.93, bottom=0.14, top=0.9, wspace=0.2))
+    ax_fit.plot(x_test, y_truth, color="#1f77b4", label="truth")
+    ax_fit.plot(x_test, np.zeros_like(x_test), color="#d62728", label="prediction")
+    ax_fit.scatter(x_train, y_train, s=12, color="#7f7f7f", alpha=0.6, label="training data")
+    low, high = min(y_train.min(), y_truth.min()), max(y_train.max(), y_truth.max())
+    pad = 0.08 * (high - low)
+    ax_fit.set_ylim(low - pad, high + pad)  # fixed, so the view does not jump between values
+    ax_fit.set_xlabel("x")
+    ax_fit.set_ylabel("y")
+    ax_fit.legend(loc="upper right", fontsize="small")
+    shape = (x_test.shape[0], x_train.shape[0])
+    image = ax_map.imshow(np.zeros(shape), cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto",
+                          interpolation="nearest")
+    ax_map.set_xlabel("training inputs (keys, sorted)")
+    ax_map.set_ylabel("test inputs (queries)")
+    colorbar = fig.colorbar(image, ax=ax_map, fraction=0.06, pad=0.03)
+    # Few tick labels: laying out text is most of the cost of a redraw.
+    ax_map.xaxis.set_major_locator(MaxNLocator(5, integer=True))
+    ax_map.yaxis.set_major_locator(MaxNLocator(5, integer=True))
+    colorbar.locator = MaxNLocator(4)
+
+
+def _is_nw_figure(fig: Figure, data: RegressionData) -> bool:
+    return (fig.get_label() == NW_LABEL and len(fig.axes) == 3 and len(fig.axes[0].lines) == 2
+            and fig.axes[1].images[0].get_array().shape == (data.x_test.shape[0],
+                                                            data.x_train.shape[0]))
+
+
+def draw_nw(
+    data: RegressionData, kernel: str = "gaussian", bandwidth: float = 1.0, *,
+    fig: Figure | None = None,
+) -> Figure:
+    """Nadaraya-Watson with ``kernel`` and ``bandwidth`` on ``data``: fit and (Q, N) weights.
+
+    Left: truth, the prediction ŷ = ``nadaraya_watson(...)[0]`` and the training points.
+    Right: the weights, colour scale 0 to their largest value. ``fig``: a Figure this function
+    drew before (for data of the same sizes) is updated in place (fast); any other Figure is
+    cleared and redrawn. Returns the Figure (not registered with pyplot).
+    """
+    y_hat, weights = nadaraya_watson(data.x_train, data.y_train, data.x_test, kernel, bandwidth)
+    y_hat, weights = to_numpy(y_hat), to_numpy(weights)
+    if fig is None:
+        fig = Figure(figsize=FIGSIZE)
+    if not _is_nw_figure(fig, data):
+        _layout_nw(fig, data)
+    ax_fit, ax_map = fig.axes[0], fig.axes[1]
+    ax_fit.lines[1].set_ydata(y_hat)
+    mse = float(np.mean((y_hat - to_numpy(data.y_truth)) ** 2))
+    ax_fit.set_title(f"{kernel} kernel, bandwidth {bandwidth:.3g}: test MSE {mse:.3f}",
+                     fontsize="medium")
+    image = ax_map.images[0]
+    image.set_data(weights)
+    image.set_clim(0.0, max(float(weights.max()), 1e-12))
+    ax_map.set_title(f"attention weights (largest {weights.max():.2f})", fontsize="medium")
+    return fig
+
+
+def nw_view(
+    data: RegressionData | None = None, kernel: str = "gaussian", bandwidth: float = 1.0,
+) -> widgets.interactive:
+    """Kernel and bandwidth controls → ``draw_nw`` (fit and heatmap redraw together).
+
+    ``data`` defaults to ``make_regression_data()`` (50 training points, 50 queries).
+    """
+    data = make_regression_data() if data is None else data
+    fig = Figure(figsize=FIGSIZE)
+
+    def draw(kernel: str, bandwidth: float) -> Figure:
+        return draw_nw(data, kernel, bandwidth, fig=fig)
+
+    view = interactive_figure(
+        draw, height="380px",
+        kernel=widgets.Dropdown(options=list(KERNELS), value=kernel, description="kernel"),
+        bandwidth=widgets.FloatLogSlider(value=bandwidth, base=10, min=-2, max=1, step=0.05,
+                                         description="bandwidth", readout_format=".3f",
+                                         continuous_update=False),
+    )
+    return view
+
+
+def demo_views() -> dict[str, widgets.Widget]:
+    """Every view of this module, as the notebook shows it (built in well under a second)."""
+    return {"nw_view": nw_view()}

@@ -1,0 +1,169 @@
+"""The Nadaraya-Watson view: what it draws equals the regression computed here for the slider values."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from helpers import make_regression_data, nadaraya_watson
+from helpers.widgets.pooling import demo_views, draw_nw, nw_view
+
+
+def control(view, description):
+    return next(c for c in view.children if getattr(c, "description", None) == description)
+
+
+def drawn(fig):
+    """(prediction line's y, heatmap array, heatmap colour limits) as drawn in ``fig``."""
+    image = fig.axes[1].images[0]
+    return np.asarray(fig.axes[0].lines[1].get_ydata()), np.asarray(image.get_array()), image.get_clim()
+
+
+def gaussian_by_hand(data, bandwidth):
+    """softmax over keys of -((x - x_i)/h)² / 2, written as exp / row sum."""
+    x, xi = data.x_test.double()[:, None], data.x_train.double()[None, :]
+    k = torch.exp(-(((x - xi) / bandwidth) ** 2) / 2)
+    w = k / k.sum(1, keepdim=True)
+    return (w @ data.y_train.double()).numpy(), w.numpy()
+
+
+def boxcar_by_hand(data, bandwidth):
+    """Average of the y_i with |x - x_i| <= h (every query here reaches at least one key)."""
+    inside = ((data.x_test[:, None] - data.x_train[None, :]).abs() <= bandwidth).double()
+    assert inside.sum(1).min() > 0
+    w = inside / inside.sum(1, keepdim=True)
+    return (w @ data.y_train.double()).numpy(), w.numpy()
+
+
+@pytest.fixture
+def data():
+    return make_regression_data(n_train=23, n_test=17, seed=4)  # Q != N
+
+
+def test_the_first_drawing_is_the_gaussian_with_bandwidth_one(data):
+    view = nw_view(data)
+    assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+    assert view.auto_display  # the Figure is shown in the output area, not only kept
+    y_line, image, clim = drawn(view.result)
+    y_hand, w_hand = gaussian_by_hand(data, 1.0)
+    assert image.shape == (17, 23)
+    np.testing.assert_allclose(image, w_hand, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(y_line, y_hand, rtol=1e-5, atol=1e-6)
+    assert clim == (0.0, pytest.approx(w_hand.max(), rel=1e-5))
+
+
+def test_moving_the_bandwidth_redraws_fit_and_heatmap_together_in_the_same_figure(data):
+    view = nw_view(data)
+    fig = view.result
+    before_line, before_image, _ = (a.copy() if isinstance(a, np.ndarray) else a for a in drawn(fig))
+    slider = control(view, "bandwidth")
+    slider.value = 0.3
+    assert view.result is fig
+    y_line, image, clim = drawn(fig)
+    y_ref, w_ref = nadaraya_watson(data.x_train, data.y_train, data.x_test, "gaussian", slider.value)
+    np.testing.assert_allclose(image, w_ref.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(y_line, y_ref.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(image, gaussian_by_hand(data, slider.value)[1], rtol=1e-5, atol=1e-7)
+    assert not np.allclose(image, before_image) and not np.allclose(y_line, before_line)
+    assert clim[1] == pytest.approx(float(w_ref.max()), rel=1e-5)
+    assert "0.3" in fig.axes[0].get_title()
+
+
+def test_choosing_a_kernel_redraws_with_that_kernel(data):
+    view = nw_view(data)
+    control(view, "bandwidth").value = 0.8
+    _, gaussian_image, _ = drawn(view.result)
+    gaussian_image = gaussian_image.copy()
+    control(view, "kernel").value = "boxcar"
+    y_line, image, _ = drawn(view.result)
+    y_hand, w_hand = boxcar_by_hand(data, 0.8)
+    np.testing.assert_allclose(image, w_hand, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(y_line, y_hand, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(image, gaussian_image)
+    assert "boxcar" in view.result.axes[0].get_title()
+
+
+@pytest.mark.parametrize("kernel", ["epanechnikov", "constant", "gaussian", "boxcar"])
+def test_every_kernel_draws_what_nadaraya_watson_returns(data, kernel):
+    view = nw_view(data, kernel="gaussian", bandwidth=2.0)
+    control(view, "kernel").value = kernel
+    control(view, "bandwidth").value = 0.05  # narrow: compact kernels leave queries unreached
+    y_line, image, _ = drawn(view.result)
+    y_ref, w_ref = nadaraya_watson(data.x_train, data.y_train, data.x_test, kernel, 0.05)
+    np.testing.assert_allclose(image, w_ref.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(y_line, y_ref.numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.isnan(image).any()
+    np.testing.assert_allclose(image.sum(1), np.ones(17), rtol=1e-5)
+
+
+def test_constant_kernel_draws_average_pooling(data):
+    view = nw_view(data, kernel="constant")
+    y_line, image, _ = drawn(view.result)
+    np.testing.assert_allclose(image, np.full((17, 23), 1 / 23), rtol=1e-6)
+    np.testing.assert_allclose(y_line, np.full(17, data.y_train.mean().item()), rtol=1e-5)
+
+
+def test_draw_nw_alone_makes_a_two_panel_figure_with_a_colorbar(data):
+    fig = draw_nw(data, "epanechnikov", 1.5)
+    assert isinstance(fig, Figure) and len(fig.axes) == 3  # fit, heatmap, colorbar
+    _, image, _ = drawn(fig)
+    _, w_ref = nadaraya_watson(data.x_train, data.y_train, data.x_test, "epanechnikov", 1.5)
+    np.testing.assert_allclose(image, w_ref.numpy(), rtol=1e-5, atol=1e-7)
+    ax_fit = fig.axes[0]
+    np.testing.assert_allclose(ax_fit.lines[0].get_ydata(), data.y_truth.numpy())
+    np.testing.assert_allclose(ax_fit.collections[0].get_offsets(),
+                               np.stack([data.x_train.numpy(), data.y_train.numpy()], 1))
+
+
+def test_draw_nw_updates_its_own_figure_in_place_and_redraws_a_foreign_one(data):
+    fig = draw_nw(data, "gaussian", 1.0)
+    line, image = fig.axes[0].lines[1], fig.axes[1].images[0]
+    assert draw_nw(data, "gaussian", 0.2, fig=fig) is fig
+    assert fig.axes[0].lines[1] is line and fig.axes[1].images[0] is image  # same artists
+    other = make_regression_data(n_train=9, n_test=5)  # other sizes: the layout is rebuilt
+    draw_nw(other, "gaussian", 0.2, fig=fig)
+    assert fig.axes[1].images[0].get_array().shape == (5, 9) and len(fig.axes) == 3
+    foreign = Figure()
+    foreign.subplots(2, 2)
+    assert draw_nw(data, "boxcar", 0.5, fig=foreign) is foreign and len(foreign.axes) == 3
+
+
+def test_the_default_view_uses_the_notebook_data():
+    view = nw_view()
+    default = make_regression_data()
+    _, image, _ = drawn(view.result)
+    _, w_ref = nadaraya_watson(default.x_train, default.y_train, default.x_test)
+    np.testing.assert_allclose(image, w_ref.numpy(), rtol=1e-5, atol=1e-7)
+    slider = control(view, "bandwidth")
+    assert slider.continuous_update is False and math.isclose(slider.value, 1.0)
+    assert sorted(control(view, "kernel").options) == ["boxcar", "constant", "epanechnikov", "gaussian"]
+
+
+def test_demo_views_builds_every_view():
+    views = demo_views()
+    assert set(views) == {"nw_view"}
+    for view in views.values():
+        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+
+
+def test_update_latency_is_measured_not_asserted(data, capsys):
+    """Median of compute + Agg draw for bandwidth moves; printed with -s, never asserted."""
+    view = nw_view()
+    canvas = FigureCanvasAgg(view.result)
+    slider = control(view, "bandwidth")
+    times = []
+    for value in (0.1, 0.2, 0.5, 1.0, 2.0, 0.3, 0.05, 3.0):
+        start = time.perf_counter()
+        slider.value = value
+        canvas.draw()
+        times.append(time.perf_counter() - start)
+    with capsys.disabled():
+        print(f"\n[pooling.nw_view] median update {1000 * float(np.median(times)):.1f} ms")
+    assert len(times) == 8
