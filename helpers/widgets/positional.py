@@ -1,0 +1,260 @@
+"""Views for notebook 07: the sinusoidal table of positional encoding (位置编码), its rotations.
+
+Legend: T positions (rows of P), N num_hiddens (columns of P), j a column pair (2j, 2j+1),
+ω_j = 1 / 10000^(2j/N) the frequency of pair j, δ an offset between positions.
+
+``draw_encoding`` shows P as a heatmap beside a few of its columns as curves over positions;
+``draw_rotation`` shows, on the unit circle, that the pair (P[i,2j], P[i,2j+1]) turned by the
+fixed matrix M(δ) lands on the pair of row i+δ. Both redraw in place into a Figure they drew.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from ..plotting import show_heatmaps, to_numpy
+from ..positional import sinusoidal_table
+from ._common import interactive_figure
+
+__all__ = [
+    "frequencies", "rotation_matrix", "rotate_pairs",
+    "draw_encoding", "encoding_view", "draw_rotation", "rotation_view", "demo_views",
+]
+
+XLABEL, YLABEL = "Column (encoding dimension)", "Row (position)"
+ENCODING_LABEL = "positional.encoding"  # Figure labels: tell a draw function a figure is its own
+ROTATION_LABEL = "positional.rotation"
+COLORS = [colormaps["tab10"](k) for k in range(10)]
+
+
+# ---------------------------------------------------------------- the maths, in float64
+def frequencies(num_hiddens: int) -> torch.Tensor:
+    """ω_j = 1 / 10000^(2j/N) for j = 0 … ⌈N/2⌉-1: (⌈N/2⌉,), float64."""
+    two_j = torch.arange(0, num_hiddens, 2, dtype=torch.float64)
+    return 1.0 / torch.pow(10000.0, two_j / num_hiddens)
+
+
+def rotation_matrix(delta: int | float, omega: float) -> torch.Tensor:
+    """M(δ) = [[cos δω, sin δω], [−sin δω, cos δω]] (2, 2), float64.
+
+    For ω = ω_j it maps the pair (P[i,2j], P[i,2j+1]) of any row i to the pair of row i+δ.
+    """
+    c, s = math.cos(delta * omega), math.sin(delta * omega)
+    return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
+
+
+def rotate_pairs(pairs: torch.Tensor, delta: int | float, omega: float) -> torch.Tensor:
+    """Apply M(δ) to each row (x, y) of ``pairs`` (T, 2) → (T, 2), rows (M(δ) [x, y]ᵀ)ᵀ."""
+    return pairs.to(torch.float64) @ rotation_matrix(delta, omega).T  # (T, 2)
+
+
+# ---------------------------------------------------------------- the table and its columns
+def _columns(num_hiddens: int, first_col: int, num_cols: int) -> range:
+    """``num_cols`` adjacent columns starting at ``first_col``, moved left to fit in N."""
+    count = min(num_cols, num_hiddens)
+    start = min(max(first_col, 0), num_hiddens - count)
+    return range(start, start + count)
+
+
+def _encoding_parts(fig: Figure, num_positions: int, count: int):
+    """(heatmap axes, curve axes) of a figure ``draw_encoding`` made with T rows and ``count``
+    curves, else None."""
+    if fig.get_label() != ENCODING_LABEL or len(fig.subfigs) != 2:
+        return None
+    maps = [ax for ax in fig.subfigs[0].axes if ax.images]
+    curves = fig.subfigs[1].axes
+    if len(maps) != 1 or maps[0].images[0].get_array().shape[0] != num_positions:
+        return None
+    if len(curves) != 1 or len(curves[0].lines) != count:
+        return None
+    return maps[0], curves[0]
+
+
+def _layout_encoding(fig: Figure, P: np.ndarray, count: int) -> None:
+    fig.clear()
+    fig.set_label(ENCODING_LABEL)
+    fig.set_layout_engine("constrained")
+    left, right = fig.subfigures(1, 2, width_ratios=[1.15, 1])
+    show_heatmaps(P, xlabel=XLABEL, ylabel=YLABEL, cmap="RdBu_r", vmin=-1.0, vmax=1.0, fig=left)
+    left.axes[-1].set_yticks([-1.0, -0.5, 0.0, 0.5, 1.0])  # the colorbar: fewer labels to draw
+    left.axes[0].add_patch(Rectangle((0, 0), 1, 1, fill=False, edgecolor="black", linewidth=1.5))
+    ax = right.subplots()
+    positions = np.arange(P.shape[0])
+    for k in range(count):
+        ax.plot(positions, np.zeros(P.shape[0]), color=COLORS[k % len(COLORS)])
+    ax.set_ylim(-1.1, 1.45)  # room for the legend above the curves
+    ax.set_yticks([-1.0, -0.5, 0.0, 0.5, 1.0])
+    ax.set_xlabel(YLABEL)
+    ax.set_ylabel("P[i, column]")
+
+
+def draw_encoding(
+    num_hiddens: int = 32, first_col: int = 6, *, num_positions: int = 60, num_cols: int = 4,
+    fig: Figure | None = None,
+) -> Figure:
+    """Left: the table P = ``sinusoidal_table(num_positions, num_hiddens)`` as a heatmap, the
+    chosen columns framed; right: those ``num_cols`` columns as curves over the positions.
+
+    The columns start at ``first_col`` (moved left when they would not fit in N). A Figure this
+    function drew (same T and number of curves) is updated in place, the layout kept; any other
+    Figure is cleared and redrawn.
+    """
+    P = to_numpy(sinusoidal_table(num_positions, num_hiddens, dtype=torch.float64))  # (T, N)
+    cols = _columns(num_hiddens, first_col, num_cols)
+    if fig is None:
+        fig = Figure(figsize=(9.0, 3.4))
+    parts = _encoding_parts(fig, num_positions, len(cols))
+    fresh = parts is None
+    if fresh:
+        _layout_encoding(fig, P, len(cols))
+        parts = _encoding_parts(fig, num_positions, len(cols))
+    ax_map, ax_curves = parts
+    ax_map.images[0].set_data(P)
+    ax_map.images[0].set_extent((-0.5, num_hiddens - 0.5, num_positions - 0.5, -0.5))
+    ax_map.patches[0].set_bounds(cols.start - 0.5, -0.5, len(cols), num_positions)
+    ax_map.set_title(f"P: {num_positions} positions × {num_hiddens} columns", fontsize="medium")
+    for line, col in zip(ax_curves.lines, cols):
+        line.set_ydata(P[:, col])
+        line.set_label(f"Col {col}")
+    ax_curves.legend(loc="upper center", fontsize="small", ncols=min(len(cols), 4))
+    if fresh:
+        _freeze_layout(fig)
+    return fig
+
+
+def encoding_view(
+    num_hiddens: int = 32, first_col: int = 6, *, num_positions: int = 60, num_cols: int = 4,
+    max_hiddens: int = 64,
+) -> widgets.interactive:
+    """Sliders: the encoding dimension N and the first column shown → ``draw_encoding``."""
+    fig = Figure(figsize=(9.0, 3.4))
+    size = widgets.IntSlider(value=num_hiddens, min=num_cols, max=max_hiddens,
+                             description="dimension N", continuous_update=False,
+                             style={"description_width": "initial"})
+    last = num_hiddens - num_cols
+    column = widgets.IntSlider(value=min(max(first_col, 0), last), min=0, max=last,
+                               description="first column", continuous_update=False,
+                               style={"description_width": "initial"})
+
+    def fit_columns(change: dict) -> None:  # the column slider never offers columns past N
+        column.max = change["new"] - num_cols
+
+    size.observe(fit_columns, names="value")
+
+    def draw(num_hiddens: int, first_col: int) -> Figure:
+        return draw_encoding(num_hiddens, first_col, num_positions=num_positions,
+                             num_cols=num_cols, fig=fig)
+
+    return interactive_figure(draw, height="360px", num_hiddens=size, first_col=column)
+
+
+# ---------------------------------------------------------------- relative position: rotations
+def _is_rotation_figure(fig: Figure, num_positions: int) -> bool:
+    return (fig.get_label() == ROTATION_LABEL and len(fig.axes) == 1
+            and len(fig.axes[0].collections) == 2
+            and len(fig.axes[0].collections[0].get_offsets()) == num_positions)
+
+
+def _layout_rotation(fig: Figure, num_positions: int) -> None:
+    fig.clear()
+    fig.set_label(ROTATION_LABEL)
+    fig.set_layout_engine("constrained")
+    ax = fig.subplots()
+    theta = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(np.cos(theta), np.sin(theta), color="lightgrey", linewidth=1, zorder=0)
+    zeros = np.zeros((num_positions, 2))
+    colors = [COLORS[i % len(COLORS)] for i in range(num_positions)]
+    ax.scatter(zeros[:, 0], zeros[:, 1], s=40, c=colors, label="(P[i,2j], P[i,2j+1])", zorder=3)
+    ax.scatter(zeros[:, 0], zeros[:, 1], s=150, facecolors="none", edgecolors=colors,
+               linewidths=1.5, label="M(δ) · pair of row i", zorder=2)
+    for i in range(num_positions):  # the arc each pair travels along the circle
+        ax.plot([], [], color=colors[i], linewidth=1, alpha=0.7, zorder=1)
+    for i in range(num_positions):
+        ax.annotate(str(i), (0, 0), xytext=(5, 5), textcoords="offset points", fontsize="small")
+    ax.set_xlim(-1.25, 1.25)
+    ax.set_ylim(-1.25, 1.25)
+    ax.set_aspect("equal")
+    ax.set_xlabel("P[i, 2j]  (sin)")
+    ax.set_ylabel("P[i, 2j+1]  (cos)")
+    fig.legend(loc="outside lower center", ncols=2, fontsize="small")
+
+
+def draw_rotation(
+    delta: int = 2, j: int = 2, *, num_hiddens: int = 32, num_positions: int = 8,
+    fig: Figure | None = None,
+) -> Figure:
+    """The pairs (P[i,2j], P[i,2j+1]) of rows i = 0 … T-1 on the unit circle (dots, labelled i)
+    and their images M(δ)·pair (rings of the same colour, reached along an arc of δ·ω_j
+    radians): each ring sits on row i+δ's pair.
+
+    ``j`` must be below N//2 (an odd N's last column has no partner). A Figure this function
+    drew before with the same T is updated in place; any other is cleared and redrawn.
+    """
+    if not 0 <= j < num_hiddens // 2:
+        raise ValueError(
+            f"j must be in 0 … {num_hiddens // 2 - 1} for num_hiddens={num_hiddens}, got {j}")
+    omega = frequencies(num_hiddens)[j].item()
+    pairs = sinusoidal_table(num_positions, num_hiddens, dtype=torch.float64)[:, 2 * j: 2 * j + 2]
+    images = rotate_pairs(pairs, delta, omega)  # (T, 2): M(δ) applied to each row's pair
+    if fig is None:
+        fig = Figure(figsize=(5.2, 5.0))
+    fresh = not _is_rotation_figure(fig, num_positions)
+    if fresh:
+        _layout_rotation(fig, num_positions)
+    ax = fig.axes[0]
+    dots, rings = ax.collections
+    start, end = to_numpy(pairs), to_numpy(images)
+    dots.set_offsets(start)
+    rings.set_offsets(end)
+    t = np.linspace(0.0, delta * omega, 32)[:, None]  # turn angles along each arc (32, 1)
+    arc_x = start[:, 0] * np.cos(t) + start[:, 1] * np.sin(t)  # M(s) applied, s from 0 to δ
+    arc_y = -start[:, 0] * np.sin(t) + start[:, 1] * np.cos(t)  # (32, T)
+    for arc, x, y in zip(ax.lines[1:], arc_x.T, arc_y.T):
+        arc.set_data(x, y)
+    for text, xy in zip(ax.texts, start):
+        text.xy = tuple(xy)
+    ax.set_title(f"pair j = {j} (columns {2 * j}, {2 * j + 1}), ω_j = {omega:.4f}\n"
+                 f"δ = {delta}: turn by δ·ω_j = {delta * omega:.3f} rad clockwise",
+                 fontsize="medium")
+    if fresh:
+        _freeze_layout(fig)
+    return fig
+
+
+def rotation_view(
+    delta: int = 2, j: int = 2, *, num_hiddens: int = 32, num_positions: int = 8,
+    max_delta: int = 20,
+) -> widgets.interactive:
+    """Sliders: the offset δ and the column pair j → ``draw_rotation``."""
+    fig = Figure(figsize=(5.2, 5.0))
+
+    def draw(delta: int, j: int) -> Figure:
+        return draw_rotation(delta, j, num_hiddens=num_hiddens, num_positions=num_positions,
+                             fig=fig)
+
+    return interactive_figure(
+        draw, height="520px",
+        delta=widgets.IntSlider(value=delta, min=-max_delta, max=max_delta, description="offset δ",
+                                continuous_update=False),
+        j=widgets.IntSlider(value=j, min=0, max=num_hiddens // 2 - 1, description="pair j",
+                            continuous_update=False),
+    )
+
+
+def _freeze_layout(fig: Figure) -> None:
+    """Lay the freshly built figure out once (constrained layout), then keep those positions:
+    redraws after a slider move skip the layout pass, which costs as much as the drawing."""
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+
+
+def demo_views() -> dict[str, widgets.Widget]:
+    """Every view of this module, as notebook 07 shows them."""
+    return {"encoding": encoding_view(), "rotation": rotation_view()}

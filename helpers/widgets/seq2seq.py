@@ -1,0 +1,175 @@
+"""Views for notebook 05: where the Bahdanau decoder looks at each step of its output.
+
+Legend: S decoding steps (the queries, one per output token), T source tokens (the keys).
+Weights are laid out (S, T); each row sums to 1 over the source's valid tokens.
+
+``draw_alignment`` is a pure function of the tokens, the weights and the chosen step;
+``alignment_view`` computes every example's greedy prediction once (``predict_many``) and
+lets two sliders pick the example and the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from ..plotting import MASKED_COLOR, to_numpy
+from ..seq2seq import Seq2Seq, make_dates, output_text, predict_many, tokenize_source
+from ._common import interactive_figure
+
+__all__ = ["draw_alignment", "alignment_title", "alignment_view", "demo_model", "demo_views"]
+
+ALIGNMENT_LABEL = "seq2seq.alignment"  # Figure label: tells draw_alignment a figure is its own
+HIGHLIGHT = "#1f77b4"
+
+
+def _is_alignment_figure(fig: Figure) -> bool:
+    return (fig.get_label() == ALIGNMENT_LABEL and len(fig.axes) == 2
+            and len(fig.axes[0].images) == 1 and len(fig.axes[0].patches) == 1)
+
+
+def _layout(fig: Figure) -> None:
+    """Build the axes: heatmap on top, bars below sharing its x axis; no colorbar (the bars
+    give the scale, and a colorbar would cost a third of each redraw). A fixed grid, no layout
+    engine: a redraw only redraws."""
+    fig.clear()
+    fig.set_label(ALIGNMENT_LABEL)
+    fig.set_layout_engine("none")
+    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], left=0.16, right=0.95, top=0.8,
+                            bottom=0.17, hspace=0.4)
+    ax_map = fig.add_subplot(grid[0])
+    ax_bar = fig.add_subplot(grid[1], sharex=ax_map)
+    ax_map.imshow(np.zeros((1, 1)), cmap=colormaps["Reds"].with_extremes(bad=MASKED_COLOR),
+                  vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    ax_map.set_ylabel("output token (decoding step)")
+    ax_map.tick_params(top=True, labeltop=True, bottom=False, labelbottom=False)
+    ax_map.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=2.5))
+    ax_bar.set_ylim(0.0, 1.0)
+    ax_bar.set_ylabel("weight")
+    ax_bar.set_xlabel("source token")
+
+
+def _set_content(fig: Figure, source_tokens: Sequence[str], output_tokens: Sequence[str],
+                 weights: np.ndarray) -> None:
+    """Put an example's weights (S, T) and tokens into the axes ``_layout`` made."""
+    S, T = weights.shape
+    ax_map, ax_bar = fig.axes
+    image = ax_map.images[0]
+    image.set_data(weights)
+    image.set_extent((-0.5, T - 0.5, S - 0.5, -0.5))
+    ax_map.set_xlim(-0.5, T - 0.5)
+    ax_map.set_ylim(S - 0.5, -0.5)  # step 0 on top
+    ax_map.set_yticks(range(S), list(output_tokens))
+    for ax, ha in ((ax_map, "left"), (ax_bar, "right")):  # one shared x axis, labels on both
+        ax.set_xticks(range(T), list(source_tokens), rotation=45, ha=ha,
+                      rotation_mode="anchor", fontsize="small")
+    ax_map.patches[0].set_width(T)
+    for bar in list(ax_bar.patches):
+        bar.remove()
+    ax_bar.bar(range(T), np.zeros(T), color=HIGHLIGHT)
+
+
+def _shows(fig: Figure, source_tokens: Sequence[str], output_tokens: Sequence[str],
+           weights: np.ndarray) -> bool:
+    """Whether ``fig`` already shows these tokens and weights (then only the step changes)."""
+    ax_map, ax_bar = fig.axes
+    drawn = np.ma.getdata(ax_map.images[0].get_array())
+    return (drawn.shape == weights.shape and np.array_equal(drawn, weights)
+            and [t.get_text() for t in ax_map.get_yticklabels()] == list(output_tokens)
+            and [t.get_text() for t in ax_bar.get_xticklabels()] == list(source_tokens))
+
+
+def draw_alignment(
+    source_tokens: Sequence[str], output_tokens: Sequence[str],
+    weights: torch.Tensor | np.ndarray, step: int = 0, *, title: str = "",
+    fig: Figure | None = None,
+) -> Figure:
+    """Alignment heatmap of ``weights`` (S, T): output tokens down, source tokens across,
+    colours on a fixed 0–1 scale.
+
+    Row ``step`` (clipped to [0, S-1]) is outlined, and its weights are drawn as bars under the
+    heatmap. ``fig``: a Figure this function drew before is updated in place (its axes are
+    kept; when only the step changes, only the outline and the bars move); any other Figure is
+    cleared and redrawn.
+    """
+    weights = to_numpy(weights).astype(np.float64)
+    if weights.ndim != 2 or weights.shape != (len(output_tokens), len(source_tokens)):
+        raise ValueError(f"weights must have shape (S, T) = ({len(output_tokens)}, "
+                         f"{len(source_tokens)}), got {weights.shape}")
+    S, _ = weights.shape
+    step = min(max(int(step), 0), S - 1)
+    if fig is None:
+        fig = Figure(figsize=(6.0, 5.6))
+    if not _is_alignment_figure(fig):
+        _layout(fig)
+        _set_content(fig, source_tokens, output_tokens, weights)
+    elif not _shows(fig, source_tokens, output_tokens, weights):
+        _set_content(fig, source_tokens, output_tokens, weights)
+    ax_map, ax_bar = fig.axes
+    ax_map.patches[0].set_y(step - 0.5)
+    for bar, height in zip(ax_bar.patches, weights[step]):
+        bar.set_height(height)
+    ax_map.set_title(title, fontsize="medium")
+    ax_bar.set_title(f"step {step}: emits {output_tokens[step]!r}", fontsize="medium")
+    return fig
+
+
+def alignment_title(text: str, output_tokens: Sequence[str], target: str | None = None) -> str:
+    """'3 May 1998' → 1998-05-03 (right) — with the target spelled out when the output is wrong."""
+    output = output_text(output_tokens)
+    if target is None:
+        return f"{text!r} → {output}"
+    verdict = "right" if output == target else f"wrong, target {target}"
+    return f"{text!r} → {output} ({verdict})"
+
+
+def alignment_view(
+    model: Seq2Seq, texts: Sequence[str], targets: Sequence[str] | None = None, *,
+    example: int = 0, step: int = 0, max_steps: int = 12,
+) -> widgets.interactive:
+    """Sliders: which example of ``texts`` and which decoding step → ``draw_alignment``.
+
+    The greedy predictions (``predict_many(model, texts, max_steps)``) are computed once here;
+    moving a slider only draws. ``targets``, if given, mark each output right or wrong.
+    """
+    if not texts:
+        raise ValueError("texts must hold at least one source text")
+    if targets is not None and len(targets) != len(texts):
+        raise ValueError(f"{len(texts)} texts but {len(targets)} targets")
+    preds = predict_many(model, texts, max_steps)
+    sources = [tokenize_source(t) for t in texts]
+    fig = Figure(figsize=(6.0, 5.6))
+
+    def draw(example: int, step: int) -> Figure:
+        tokens, weights = preds[example]
+        title = alignment_title(texts[example], tokens, None if targets is None else targets[example])
+        return draw_alignment(sources[example], tokens, weights, step, title=title, fig=fig)
+
+    longest = max(len(tokens) for tokens, _ in preds)
+    view = interactive_figure(
+        draw, height="540px",
+        example=widgets.IntSlider(value=example, min=0, max=len(texts) - 1, description="example",
+                                  continuous_update=False),
+        step=widgets.IntSlider(value=step, min=0, max=longest - 1, description="step"),
+    )
+    return view
+
+
+def demo_model(seed: int = 0) -> Seq2Seq:
+    """A small untrained ``Seq2Seq`` whose weights depend on ``seed`` only (global RNG untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Seq2Seq(16, 32)
+    return model.eval()
+
+
+def demo_views() -> dict[str, widgets.Widget]:
+    """The view of notebook 05 on an untrained model (the notebook trains it first)."""
+    data = make_dates(6, seed=2)
+    return {"alignment": alignment_view(demo_model(), data.texts, data.targets)}

@@ -1,0 +1,191 @@
+"""The views of notebook 07 draw the sinusoidal table and its rotations as the formulas say."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from helpers.widgets import positional
+
+
+def control(view: widgets.interactive, description: str) -> widgets.Widget:
+    return next(c for c in view.children if getattr(c, "description", None) == description)
+
+
+def formula(i: float, col: int, d: int) -> float:
+    """P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos(i / 10000^(2j/d)), written out."""
+    two_j = col - col % 2
+    angle = i / 10000 ** (two_j / d)
+    return math.sin(angle) if col % 2 == 0 else math.cos(angle)
+
+
+def expected_table(T: int, d: int) -> np.ndarray:
+    return np.array([[formula(i, col, d) for col in range(d)] for i in range(T)])
+
+
+def heatmap_axes(fig: Figure):
+    return next(ax for ax in fig.axes if ax.images)
+
+
+def curve_axes(fig: Figure):
+    return next(ax for ax in fig.axes if ax.lines)
+
+
+def frame(fig: Figure) -> tuple[float, float]:
+    """(first column, number of columns) framed on the heatmap."""
+    rect = heatmap_axes(fig).patches[0]
+    return rect.get_x() + 0.5, rect.get_width()
+
+
+# ---------------------------------------------------------------- the table and its columns
+@pytest.mark.parametrize("d", [32, 9, 4, 64])
+def test_encoding_view_draws_the_table_and_its_columns(d):
+    view = positional.encoding_view()
+    control(view, "dimension N").value = d
+    control(view, "first column").value = 0
+    control(view, "first column").value = min(6, d - 4)
+    ax = heatmap_axes(view.result)
+    want = expected_table(60, d)
+    np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), want, atol=1e-12)
+    assert ax.get_xlabel() == "Column (encoding dimension)" and ax.get_ylabel() == "Row (position)"
+    first = min(6, d - 4)
+    curves = curve_axes(view.result)
+    labels = [line.get_label() for line in curves.lines]
+    assert labels == [f"Col {c}" for c in range(first, first + 4)]
+    for line, col in zip(curves.lines, range(first, first + 4)):
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(60))
+        np.testing.assert_allclose(line.get_ydata(), want[:, col], atol=1e-12)
+    assert frame(view.result) == (first, 4)
+
+
+def test_column_slider_moves_the_curves_and_the_frame():
+    view = positional.encoding_view(32, 6)
+    image = heatmap_axes(view.result).images[0]
+    place = heatmap_axes(view.result).get_position().bounds
+    before = [line.get_ydata().copy() for line in curve_axes(view.result).lines]
+    control(view, "first column").value = 20
+    after = [line.get_ydata() for line in curve_axes(view.result).lines]
+    assert not any(np.allclose(b, a) for b, a in zip(before, after))
+    assert frame(view.result) == (20, 4)
+    assert heatmap_axes(view.result).images[0] is image  # same layout: updated in place
+    assert heatmap_axes(view.result).get_position().bounds == place  # laid out once, kept
+    np.testing.assert_allclose(after[0], [formula(i, 20, 32) for i in range(60)], atol=1e-12)
+
+
+def test_dimension_slider_redraws_the_table_and_bounds_the_column_slider():
+    view = positional.encoding_view(32, 26)
+    column = control(view, "first column")
+    assert column.max == 28
+    control(view, "dimension N").value = 10
+    assert column.max == 6 and column.value == 6
+    assert heatmap_axes(view.result).images[0].get_array().shape == (60, 10)
+    assert frame(view.result) == (6, 4)
+    np.testing.assert_allclose(curve_axes(view.result).lines[-1].get_ydata(),
+                               expected_table(60, 10)[:, 9], atol=1e-12)
+
+
+def test_low_frequencies_sit_in_the_later_columns():
+    # Column pair j oscillates with frequency 1/10000^(2j/d): sign changes along the rows
+    # become rarer from left to right (like the higher bits of a binary counter).
+    P = np.asarray(heatmap_axes(positional.draw_encoding(32)).images[0].get_array())
+    crossings = [(np.diff(np.sign(P[:, 2 * j])) != 0).sum() for j in range(16)]
+    assert crossings == sorted(crossings, reverse=True) and crossings[0] > crossings[-1]
+
+
+def test_draw_encoding_reuses_its_figure_and_clamps_columns():
+    fig = positional.draw_encoding(16, 2)
+    image = heatmap_axes(fig).images[0]
+    assert positional.draw_encoding(16, 9, fig=fig) is fig and heatmap_axes(fig).images[0] is image
+    fig = positional.draw_encoding(16, 50, fig=fig)  # too far right: the last 4 columns
+    assert frame(fig) == (12, 4)
+    foreign = Figure()
+    foreign.add_subplot().plot([0, 1])
+    out = positional.draw_encoding(5, 0, num_positions=7, num_cols=6, fig=foreign)
+    assert out is foreign and len(curve_axes(out).lines) == 5  # only N columns exist
+    np.testing.assert_allclose(np.asarray(heatmap_axes(out).images[0].get_array()),
+                               expected_table(7, 5), atol=1e-12)
+
+
+# ---------------------------------------------------------------- relative position
+def drawn_points(fig: Figure) -> tuple[np.ndarray, np.ndarray]:
+    dots, rings = fig.axes[0].collections
+    return np.asarray(dots.get_offsets()), np.asarray(rings.get_offsets())
+
+
+@pytest.mark.parametrize("j", [0, 2, 7, 15])
+def test_rotated_points_are_the_pairs_of_row_i_plus_delta(j):
+    view = positional.rotation_view()
+    control(view, "pair j").value = j
+    for delta in [-3, 0, 1, 5, 17]:
+        control(view, "offset δ").value = delta
+        dots, rings = drawn_points(view.result)
+        rows = range(8)
+        want_dots = [[formula(i, 2 * j, 32), formula(i, 2 * j + 1, 32)] for i in rows]
+        want_rings = [[formula(i + delta, 2 * j, 32), formula(i + delta, 2 * j + 1, 32)]
+                      for i in rows]
+        np.testing.assert_allclose(dots, want_dots, atol=1e-12)
+        np.testing.assert_allclose(rings, want_rings, atol=1e-12)
+        assert f"pair j = {j}" in view.result.axes[0].get_title()
+        assert f"δ = {delta}:" in view.result.axes[0].get_title()
+
+
+def test_arcs_run_on_the_unit_circle_from_each_dot_to_its_ring():
+    fig = positional.draw_rotation(4, 3)
+    dots, rings = drawn_points(fig)
+    arcs = fig.axes[0].lines[1:]
+    assert len(arcs) == 8
+    for arc, dot, ring in zip(arcs, dots, rings):
+        x, y = arc.get_data()
+        np.testing.assert_allclose(np.hypot(x, y), 1.0, atol=1e-12)
+        np.testing.assert_allclose([x[0], y[0]], dot, atol=1e-12)
+        np.testing.assert_allclose([x[-1], y[-1]], ring, atol=1e-12)
+
+
+def test_each_slider_changes_the_drawing():
+    view = positional.rotation_view(delta=2, j=2)
+    dots, rings = (a.copy() for a in drawn_points(view.result))
+    control(view, "offset δ").value = 6
+    dots_2, rings_2 = drawn_points(view.result)
+    np.testing.assert_array_equal(dots, dots_2)
+    assert not np.allclose(rings, rings_2)
+    control(view, "pair j").value = 9
+    dots_3, _ = drawn_points(view.result)
+    assert not np.allclose(dots_2, dots_3)
+
+
+def test_odd_width_and_bad_pair():
+    fig = positional.draw_rotation(3, 2, num_hiddens=7, num_positions=5)
+    dots, rings = drawn_points(fig)
+    want = [[formula(i + 3, 4, 7), formula(i + 3, 5, 7)] for i in range(5)]  # the last pair
+    np.testing.assert_allclose(rings, want, atol=1e-12)
+    with pytest.raises(ValueError, match=r"j must be in 0 … 2"):
+        positional.draw_rotation(1, 3, num_hiddens=7)
+
+
+def test_rotation_matrices_form_a_group():
+    w = 0.3
+    M = positional.rotation_matrix
+    torch.testing.assert_close(M(2, w) @ M(5, w), M(7, w))
+    torch.testing.assert_close(M(-4, w), M(4, w).T)
+    torch.testing.assert_close(M(3, w) @ M(3, w).T, torch.eye(2, dtype=torch.float64))
+    m = M(3, w)
+    assert abs((m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]).item() - 1.0) < 1e-12  # det 1
+    expected = [1 / 10000 ** (2 * j / 9) for j in range(5)]
+    np.testing.assert_allclose(positional.frequencies(9).numpy(), expected, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- the module as a whole
+def test_demo_views_build_quickly_and_show_figures():
+    start = time.perf_counter()
+    views = positional.demo_views()
+    assert time.perf_counter() - start < 2.0
+    assert set(views) == {"encoding", "rotation"}
+    for view in views.values():
+        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+        assert view.auto_display  # the Figure is shown in the output area, not only kept

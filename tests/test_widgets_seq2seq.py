@@ -1,0 +1,150 @@
+"""The alignment view of notebook 05 draws the weights the model's greedy decoding used, and
+both sliders change the drawing."""
+
+from __future__ import annotations
+
+import time
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from helpers import seq2seq as s
+from helpers.widgets import seq2seq as ws
+
+TEXTS = ["3 May 1998", "September 21, 2004", "07.11.1950", "Jan 9, 2011"]
+TARGETS = ["1998-05-03", "2004-09-21", "1950-11-07", "2011-01-09"]
+
+
+@pytest.fixture
+def model() -> s.Seq2Seq:
+    return ws.demo_model(seed=1)
+
+
+def control(view: widgets.interactive, description: str) -> widgets.Widget:
+    return next(c for c in view.children if getattr(c, "description", None) == description)
+
+
+def drawn(fig: Figure) -> np.ndarray:
+    return np.ma.getdata(fig.axes[0].images[0].get_array())
+
+
+def bars(fig: Figure) -> np.ndarray:
+    return np.array([p.get_height() for p in fig.axes[1].patches])
+
+
+def labels(ticks) -> list[str]:
+    return [t.get_text() for t in ticks]
+
+
+def first_step_weights(model: s.Seq2Seq, text: str) -> np.ndarray:
+    """Step 0 written out: query = the decoder's initial state, keys = encoder outputs,
+    α_j ∝ exp(w_vᵀ tanh(W_q s_0 + W_k h_j))."""
+    src, lens = s.encode_sources([text])
+    with torch.no_grad():
+        enc, state = model.encoder(src, lens)
+        att = model.decoder.attention
+        scores = torch.tanh(state[0] @ att.W_q.weight.T + enc[0] @ att.W_k.weight.T) @ att.w_v.weight[0]
+    e = np.exp((scores - scores.max()).double().numpy())
+    return e / e.sum()
+
+
+def test_the_image_is_what_predict_returns_for_the_chosen_example(model):
+    view = ws.alignment_view(model, TEXTS, TARGETS)
+    for i in [2, 0, 3, 1]:
+        control(view, "example").value = i
+        tokens, weights = s.predict(model, TEXTS[i])
+        fig = view.result
+        np.testing.assert_allclose(drawn(fig), weights.numpy(), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(drawn(fig)[0], first_step_weights(model, TEXTS[i]),
+                                   rtol=1e-4, atol=1e-6)
+        assert labels(fig.axes[0].get_yticklabels()) == tokens
+        assert labels(fig.axes[1].get_xticklabels()) == s.tokenize_source(TEXTS[i])
+        assert TEXTS[i] in fig.axes[0].get_title()
+
+
+def test_the_step_slider_moves_the_outline_and_the_bars(model):
+    view = ws.alignment_view(model, TEXTS, TARGETS, example=1)
+    tokens, weights = s.predict(model, TEXTS[1])
+    fig = view.result
+    image = fig.axes[0].images[0]
+    for step in [0, 4, 2]:
+        before = bars(fig).copy()
+        control(view, "step").value = step
+        assert view.result is fig and fig.axes[0].images[0] is image  # updated in place
+        np.testing.assert_allclose(bars(fig), weights[step].numpy(), rtol=1e-6)
+        assert fig.axes[0].patches[0].get_y() == step - 0.5
+        assert f"step {step}: emits {tokens[step]!r}" == fig.axes[1].get_title()
+        if step:
+            assert not np.allclose(before, bars(fig))
+    np.testing.assert_allclose(drawn(fig), weights.numpy(), rtol=1e-6)
+
+
+def test_the_example_slider_changes_the_image(model):
+    view = ws.alignment_view(model, TEXTS)
+    first = drawn(view.result).copy()
+    control(view, "example").value = 1
+    second = drawn(view.result)
+    assert first.shape != second.shape or not np.allclose(first, second)
+    control(view, "example").value = 0
+    np.testing.assert_array_equal(drawn(view.result), first)
+
+
+def test_weights_rows_sum_to_one_and_step_is_clipped(model):
+    tokens, weights = s.predict(model, TEXTS[0])
+    fig = ws.draw_alignment(s.tokenize_source(TEXTS[0]), tokens, weights, step=99)
+    last = len(tokens) - 1
+    assert fig.axes[0].patches[0].get_y() == last - 0.5
+    np.testing.assert_allclose(drawn(fig).sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(bars(fig), weights[last].numpy(), rtol=1e-6)
+
+
+def test_draw_alignment_redraws_a_foreign_figure_and_checks_shapes():
+    src, out = ["3", "May", "1", "9", "9", "8"], list("1998-05-03") + [s.EOS]
+    weights = torch.softmax(torch.randn(11, 6), -1)
+    foreign = Figure()
+    foreign.add_subplot().plot([0, 1])
+    fig = ws.draw_alignment(src, out, weights, 3, fig=foreign)
+    assert fig is foreign
+    np.testing.assert_allclose(drawn(fig), weights.numpy(), rtol=1e-6)
+    other = torch.softmax(torch.randn(11, 6), -1)  # same shape, other weights: redrawn
+    np.testing.assert_allclose(drawn(ws.draw_alignment(src, out, other, fig=fig)), other.numpy(),
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="shape"):
+        ws.draw_alignment(src, out, weights.T)
+
+
+def test_titles_say_right_or_wrong():
+    assert ws.alignment_title("3 May 1998", list("1998-05-03") + [s.EOS], "1998-05-03") == \
+        "'3 May 1998' → 1998-05-03 (right)"
+    assert ws.alignment_title("3 May 1998", list("1998-05-30") + [s.EOS], "1998-05-03") == \
+        "'3 May 1998' → 1998-05-30 (wrong, target 1998-05-03)"
+    assert ws.alignment_title("3 May 1998", list("19")) == "'3 May 1998' → 19"
+
+
+def test_view_checks_its_inputs(model):
+    with pytest.raises(ValueError):
+        ws.alignment_view(model, [])
+    with pytest.raises(ValueError):
+        ws.alignment_view(model, TEXTS, TARGETS[:2])
+
+
+def test_demo_model_is_seeded_and_leaves_the_global_generator_alone():
+    state = torch.get_rng_state()
+    a, b = ws.demo_model(3), ws.demo_model(3)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a.decoder.dense.weight, ws.demo_model(4).decoder.dense.weight)
+
+
+def test_demo_views_build_quickly_and_show_figures():
+    start = time.perf_counter()
+    views = ws.demo_views()
+    assert time.perf_counter() - start < 2.0
+    assert set(views) == {"alignment"}
+    view = views["alignment"]
+    assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+    assert view.auto_display  # the Figure is shown in the view's output, not only kept
+    assert control(view, "example").max == 5 and control(view, "step").max >= 1
