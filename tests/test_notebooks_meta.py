@@ -1,0 +1,300 @@
+"""Fast checks on every stored notebook (no kernel, no browser).
+
+* Name ``NN_snake_case.ipynb``, title ``# NN · ...``.
+* Colab badge and Colab set-up cell exactly as ``tools/sync_colab.py`` writes them, with the
+  repository URL of pyproject.toml; the set-up cell does nothing outside Colab, and in a
+  simulated Colab it clones that URL, makes ``helpers`` importable and installs nothing.
+* Stored outputs from one clean top-to-bottom run: every code cell executed, in order, no
+  errors; at least one PNG figure (GitHub and nbviewer show it).
+* Widget cells: exactly the cells that display a widget carry ``# NBVAL_IGNORE_OUTPUT``; the
+  widget state is stored in the notebook's metadata, and every ``interactive`` view stores the
+  figure it showed (as ``jupyter nbconvert --execute`` does when the view displays it).
+* The first code cell after the Colab cell seeds (``h.set_seed(``); the notebook ends with an
+  "Exercises" section of 3 or more exercises.
+
+``ATTN_NOTEBOOKS_DIR=/some/dir`` (developers only) checks that directory's notebooks instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = Path(os.environ.get("ATTN_NOTEBOOKS_DIR") or ROOT / "notebooks").resolve()
+NOTEBOOK_PATHS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+NAME = re.compile(r"^(\d\d)_[a-z0-9]+(?:_[a-z0-9]+)*\.ipynb$")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+IGNORE_MARKER = "# NBVAL_IGNORE_OUTPUT"
+COLAB_LINK = r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)"
+GITHUB_LINK = r"github\.com/([\w.-]+/[\w.-]+)"
+
+with open(ROOT / "pyproject.toml", "rb") as f:
+    REPO_URL = tomllib.load(f)["project"]["urls"]["Repository"]
+REPO_PATH = REPO_URL.removeprefix("https://github.com/").rstrip("/")  # owner/name
+
+
+def _load_sync_colab():
+    spec = importlib.util.spec_from_file_location("sync_colab", ROOT / "tools" / "sync_colab.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sync_colab = _load_sync_colab()
+
+
+@pytest.fixture(params=NOTEBOOK_PATHS, ids=[p.name for p in NOTEBOOK_PATHS])
+def path(request) -> Path:
+    return request.param
+
+
+@pytest.fixture
+def nb(path):
+    return nbformat.read(path, as_version=4)
+
+
+def _tagged(nb, tag):
+    return [i for i, c in enumerate(nb.cells) if tag in c.get("metadata", {}).get("tags", [])]
+
+
+def _code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _displays_widget(cell) -> bool:
+    return any(WIDGET_VIEW in o.get("data", {}) for o in cell.get("outputs", []))
+
+
+def _setup_index(nb) -> int:
+    found = _tagged(nb, sync_colab.SETUP_TAG)
+    assert len(found) == 1, (
+        f"want one Colab set-up cell (tag {sync_colab.SETUP_TAG!r}), found {len(found)}: "
+        "run tools/sync_colab.py on the notebook"
+    )
+    return found[0]
+
+
+def _setup_source(nb) -> str:
+    return nb.cells[_setup_index(nb)].source
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOK_PATHS, f"no notebooks in {NOTEBOOKS_DIR}"
+
+
+def test_numbers_are_unique():
+    numbers = [p.name[:2] for p in NOTEBOOK_PATHS]
+    assert len(numbers) == len(set(numbers)), f"two notebooks share a number: {numbers}"
+
+
+def test_repository_url_is_written_only_in_pyproject():
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", REPO_URL), REPO_URL
+    assert sync_colab.repo_url() == REPO_URL
+    tool = (ROOT / "tools" / "sync_colab.py").read_text()
+    assert REPO_PATH not in tool, "tools/sync_colab.py must read the URL from pyproject.toml"
+
+
+# ---------------------------------------------------------------- name, title, Colab
+
+
+def test_name_and_title(path, nb):
+    m = NAME.match(path.name)
+    assert m, f"{path.name}: name must be NN_snake_case.ipynb"
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    titles = [line for line in first.source.splitlines() if line.startswith("# ")]
+    assert titles and titles[0].startswith(f"# {m.group(1)} · "), (
+        f"{path.name}: first cell must have the title '# {m.group(1)} · Title', got {titles[:1]}"
+    )
+
+
+def test_colab_badge_and_cell_are_what_sync_colab_writes(path, nb, tmp_path):
+    assert _tagged(nb, sync_colab.BADGE_TAG) == [0], "the Colab badge belongs in the first cell"
+    assert _tagged(nb, sync_colab.SETUP_TAG) == [1], "the Colab set-up cell belongs second"
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    changed = sync_colab.sync(copy)
+    assert not changed and copy.read_bytes() == path.read_bytes(), (
+        f"{path.name} is out of date: run `python tools/sync_colab.py notebooks/{path.name}`"
+    )
+    assert sync_colab.badge_line(path.name) in nb.cells[0].source.splitlines()
+    assert nb.cells[1].source == sync_colab.setup_source()
+    assert not nb.cells[1].outputs
+
+
+def test_every_repository_link_is_the_pyproject_one(path, nb):
+    colab_link = f"colab.research.google.com/github/{REPO_PATH}/blob/main/notebooks/{path.name})"
+    assert colab_link in nb.cells[0].source
+    assert f'REPO_URL = "{REPO_URL}"' in _setup_source(nb)
+    # Every Colab link, and every GitHub link to a repository of this name (an old owner, a
+    # fork), must be the pyproject one; links to other projects (d2l, PyTorch) are fine.
+    name = REPO_PATH.split("/")[1]
+    for cell in nb.cells:
+        links = re.findall(COLAB_LINK, cell.source) + [
+            link for link in re.findall(GITHUB_LINK, cell.source)
+            if link.split("/")[1].removesuffix(".git") == name
+        ]
+        for link in links:
+            assert link == REPO_PATH, f"{path.name}: link to {link}, not {REPO_PATH}"
+
+
+def test_colab_cell_does_nothing_outside_colab(nb, monkeypatch):
+    source = _setup_source(nb)
+    assert "google.colab" not in sys.modules
+    calls = []
+    for name in ("run", "Popen", "call", "check_call", "check_output"):
+        monkeypatch.setattr(subprocess, name, lambda *a, _n=name, **k: calls.append((_n, a)))
+    path_before, modules_before, cwd_before = list(sys.path), set(sys.modules), os.getcwd()
+    env_before = dict(os.environ)
+    namespace: dict = {}
+    exec(compile(source, "<colab-setup>", "exec"), namespace)
+    assert not calls, f"the Colab cell ran a process outside Colab: {calls}"
+    assert sys.path == path_before, "the Colab cell changed sys.path outside Colab"
+    assert set(sys.modules) == modules_before, "the Colab cell imported modules outside Colab"
+    assert os.getcwd() == cwd_before and dict(os.environ) == env_before
+    defined = set(namespace) - {"__builtins__", "sys"}
+    assert not defined, f"the Colab cell defined {defined} outside Colab"
+
+
+def test_colab_cell_in_simulated_colab(nb, monkeypatch):
+    """In Colab: clone the pyproject URL once, put it first on sys.path, enable the widget
+    manager; install nothing (Colab's torch, matplotlib and ipywidgets 7 must stay)."""
+    source = _setup_source(nb)
+    installs = re.findall(r"\b(?:pip|conda|apt|apt-get)\b", source)
+    assert not installs, f"the Colab cell must install nothing, found {installs}"
+    calls, enabled = [], []
+    names = ("google", "google.colab", "google.colab.output")
+    google, colab, output = (types.ModuleType(n) for n in names)
+    output.enable_custom_widget_manager = lambda: enabled.append(True)
+    colab.output, google.colab = output, colab
+    for name, module in zip(names, (google, colab, output)):
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    name = REPO_URL.rstrip("/").rsplit("/", 1)[-1]
+    clone_to = f"/content/{name}"
+    cloned = []  # a fake /content: the clone "exists" once git has run
+    real_exists = Path.exists
+    monkeypatch.setattr(
+        Path, "exists", lambda p, **kw: bool(cloned) if str(p) == clone_to else real_exists(p, **kw)
+    )
+
+    def fake_run(args, **kw):
+        calls.append((list(args), kw))
+        cloned.append(True)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    for _ in range(2):  # running the cell again must not clone again
+        exec(compile(source, "<colab-setup>", "exec"), {})
+    assert calls == [(["git", "clone", "--depth", "1", REPO_URL, clone_to], {"check": True})]
+    assert sys.path[0] == clone_to
+    assert enabled == [True, True]
+
+
+# ---------------------------------------------------------------- stored outputs
+
+
+def test_stored_run_is_complete_and_clean(path, nb):
+    counts = [c.execution_count for c in _code_cells(nb)]
+    assert None not in counts, (
+        f"{path.name}: code cells without an execution count (not executed): "
+        f"{[i for i, c in enumerate(nb.cells) if c.get('execution_count', 0) is None]}; "
+        "run `make notebooks`"
+    )
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: execution counts {counts} are not one top-to-bottom run from a fresh kernel"
+    )
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            assert out.output_type != "error", (
+                f"{path.name}: cell {i} stores an error: {out.get('ename')}"
+            )
+            if out.output_type == "stream" and out.name == "stderr":
+                assert "Traceback" not in out.text, f"{path.name}: cell {i} stores a traceback"
+
+
+def test_stores_a_png_figure(path, nb):
+    pngs = [o for c in _code_cells(nb) for o in c.outputs if "image/png" in o.get("data", {})]
+    assert pngs, f"{path.name}: no stored image/png (GitHub and nbviewer would show no figure)"
+
+
+def test_nbval_ignore_output_marks_exactly_the_widget_cells(path, nb):
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or cell.execution_count is None:
+            continue  # unexecuted cells: test_stored_run_is_complete_and_clean reports them
+        marked = (
+            any(line.strip() == IGNORE_MARKER for line in cell.source.splitlines())
+            or "nbval-ignore-output" in cell.metadata.get("tags", [])
+        )
+        widget = _displays_widget(cell)
+        assert marked == widget, (
+            f"{path.name}: cell {i} "
+            + ("displays a widget but lacks" if widget else "displays no widget but carries")
+            + f" '{IGNORE_MARKER}'"
+        )
+
+
+def test_widget_state_is_stored(path, nb):
+    shown = [
+        o.data[WIDGET_VIEW]["model_id"]
+        for c in _code_cells(nb) for o in c.outputs if WIDGET_VIEW in o.get("data", {})
+    ]
+    if not shown:
+        return  # no widgets, nothing to store
+    store = nb.metadata.get("widgets", {}).get(WIDGET_STATE)
+    assert store, f"{path.name}: displays widgets but stores no metadata.widgets[{WIDGET_STATE!r}]"
+    assert store.get("version_major") == 2, f"widget state version {store.get('version_major')}"
+    state = store["state"]
+    missing = [m for m in shown if m not in state]
+    assert not missing, f"{path.name}: displayed widgets missing from the stored state: {missing}"
+    # Every interactive view stores the figure it showed (its Output widget's last child).
+    for model_id, model in state.items():
+        if "widget-interact" not in model["state"].get("_dom_classes", []):
+            continue
+        out_id = model["state"]["children"][-1].removeprefix("IPY_MODEL_")
+        out = state[out_id]
+        assert out["model_name"] == "OutputModel", (
+            f"{path.name}: view {model_id} ends with a {out['model_name']}, not an Output"
+        )
+        pngs = [o for o in out["state"].get("outputs", []) if "image/png" in o.get("data", {})]
+        assert pngs, (
+            f"{path.name}: interactive view {model_id} stores no figure: its Figure was never "
+            "displayed (ipywidgets.interactive needs {'auto_display': True} to display its result)"
+        )
+
+
+# ---------------------------------------------------------------- structure
+
+
+def test_first_code_cell_after_colab_cell_seeds(path, nb):
+    setup = _setup_index(nb)
+    first = next((c for c in nb.cells[setup + 1:] if c.cell_type == "code"), None)
+    assert first is not None, f"{path.name}: no code cell after the Colab cell"
+    for needed in ("%matplotlib inline", "import helpers as h", "h.set_seed("):
+        assert needed in first.source, f"{path.name}: the first code cell lacks {needed!r}"
+
+
+def test_ends_with_exercises(path, nb):
+    headings = [
+        (i, line.strip()) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+        for line in c.source.splitlines() if re.match(r"^##\s", line)
+    ]
+    assert headings and headings[-1][1] == "## Exercises", (
+        f"{path.name}: the last section must be '## Exercises', got {headings[-1:]}"
+    )
+    start = headings[-1][0]
+    text = "\n".join(c.source for c in nb.cells[start:] if c.cell_type == "markdown")
+    text = text[text.index("## Exercises"):]
+    exercises = re.findall(r"^(?:\d+\.|###)\s", text, flags=re.M)
+    assert len(exercises) >= 3, f"{path.name}: {len(exercises)} exercises, want 3 or more"
