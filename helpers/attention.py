@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_floating, check_rank, check_size
-from .masking import ValidLens, softmax_with_mask, valid_lens_to_mask
+from .checks import check_floating, check_mask, check_positive_int, check_rank, check_size
+from .masking import ValidLens, empty_rows, lens_mask, softmax_owned
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
 
@@ -30,14 +30,40 @@ def scaled_dot_product(
     without, it calls ``F.scaled_dot_product_attention`` (fused kernels on a GPU) and returns
     ``(out, None)``. Either way a query with no key taking part gets an all-zero output.
     """
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        if not isinstance(t, torch.Tensor) or t.dim() < 2:
+            raise ValueError(f"{name} must be a tensor of at least 2 dimensions (..., T, size), "
+                             f"got {tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
+        check_floating(name, t)
+    check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
+    check_size("number of values (K, one per key)", keys.shape[-2], values.shape[-2])
+    if mask is not None:
+        scores_shape = (*torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]),
+                        queries.shape[-2], keys.shape[-2])
+        check_mask("mask", mask, scores_shape, "(..., Q, K)")
+    return attend(queries, keys, values, mask, None if mask is None else empty_rows(mask),
+                  dropout_p=dropout_p, need_weights=need_weights)
+
+
+def attend(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None,
+    empty: torch.Tensor | None, *, dropout_p: float, need_weights: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``scaled_dot_product`` without the checks; ``empty`` marks (..., Q, 1) rows where no key
+    takes part (None: there are none), as ``lens_mask`` or ``empty_rows`` give it."""
     if need_weights:
-        scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])  # (..., Q, K)
-        weights = softmax_with_mask(scores, mask)
+        scale = 1.0 / math.sqrt(queries.shape[-1])
+        scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., Q, K): scaled on the Q side
+        weights = softmax_owned(scores, mask, empty)
         dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
         return dropped @ values, weights  # (..., Q, V)
+    if queries.dim() == keys.dim() == values.dim() == 3:  # fused kernels need (B, H, T, size)
+        one_head = [None if t is None else t.unsqueeze(-3) for t in (queries, keys, values, mask, empty)]
+        out, _ = attend(*one_head, dropout_p=dropout_p, need_weights=False)  # (B, 1, Q, V)
+        return out.squeeze(-3), None
     out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
-    if mask is not None:
-        out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # rows with nothing to see
+    if empty is not None:
+        out = out.masked_fill(empty, 0.0)  # rows with nothing to see (SDPA leaves them NaN)
     return out, None
 
 
@@ -60,11 +86,12 @@ class DotProductAttention(nn.Module):
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=True)
         B, Q, _ = queries.shape
-        mask = None if valid_lens is None else valid_lens_to_mask(
-            valid_lens, B, Q, keys.shape[1], queries.device)
+        mask = empty = None
+        if valid_lens is not None:
+            mask, empty = lens_mask(valid_lens, B, Q, keys.shape[1], queries.device)
         p = self.dropout.p if self.training else 0.0
-        out, self.attention_weights = scaled_dot_product(
-            queries, keys, values, mask, dropout_p=p, need_weights=need_weights)
+        out, self.attention_weights = attend(
+            queries, keys, values, mask, empty, dropout_p=p, need_weights=need_weights)
         return out
 
 
@@ -80,8 +107,7 @@ class AdditiveAttention(nn.Module):
         super().__init__()
         for name, size in (("key_size", key_size), ("query_size", query_size),
                            ("num_hiddens", num_hiddens)):
-            if not isinstance(size, int) or size < 1:
-                raise ValueError(f"{name} must be a positive int, got {size!r}")
+            check_positive_int(name, size)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -102,9 +128,10 @@ class AdditiveAttention(nn.Module):
         check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
         check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
         B, Q, _ = queries.shape
-        mask = None if valid_lens is None else valid_lens_to_mask(
-            valid_lens, B, Q, keys.shape[1], queries.device)
-        self.attention_weights = softmax_with_mask(self.get_scores(queries, keys), mask)
+        mask = empty = None
+        if valid_lens is not None:
+            mask, empty = lens_mask(valid_lens, B, Q, keys.shape[1], queries.device)
+        self.attention_weights = softmax_owned(self.get_scores(queries, keys), mask, empty)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["check_rank", "check_size", "check_floating"]
+__all__ = ["check_rank", "check_size", "check_floating", "check_positive_int", "check_mask"]
 
 
 def check_rank(name: str, x: torch.Tensor, rank: int, layout: str) -> None:
@@ -31,5 +31,21 @@ def check_floating(name: str, x: torch.Tensor) -> None:
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
 
 
-def shape_str(shape: Sequence[int]) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+def check_positive_int(name: str, value: object) -> None:
+    """Raise unless ``value`` is an int ≥ 1 (a bool is not a size)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def check_mask(name: str, mask: torch.Tensor, shape: Sequence[int], layout: str) -> None:
+    """Raise unless ``mask`` is a boolean tensor that broadcasts to ``shape`` (laid out ``layout``)."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name} must be a boolean tensor (True = takes part), got {got}")
+    try:
+        ok = torch.broadcast_shapes(mask.shape, shape) == tuple(shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must broadcast to {layout} = {tuple(shape)}, got {tuple(mask.shape)}")
+

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_floating, check_rank, check_size
+from .checks import check_floating, check_positive_int, check_rank, check_size
 
 __all__ = [
     "KERNELS", "RegressionData", "target_function", "make_regression_data",
@@ -23,6 +23,9 @@ __all__ = [
 
 def target_function(x: torch.Tensor) -> torch.Tensor:
     """f(x) = 2 sin x + 0.4 sin 3x + 0.6 sin 6x + sqrt(x), for x >= 0."""
+    check_floating("x", x)
+    if x.numel() and float(x.min()) < 0:
+        raise ValueError(f"x must be >= 0 (sqrt(x) is part of f), got a minimum of {float(x.min())}")
     return 2 * torch.sin(x) + 0.4 * torch.sin(3 * x) + 0.6 * torch.sin(6 * x) + x.sqrt()
 
 
@@ -48,7 +51,10 @@ def make_regression_data(
 
     Uses its own generator seeded with ``seed``: the same arguments give the same data.
     """
-    if n_train < 1 or n_test < 1 or width <= 0 or noise < 0:
+    check_positive_int("n_train", n_train)
+    check_positive_int("n_test", n_test)
+    if not isinstance(width, (int, float)) or not isinstance(noise, (int, float)) \
+            or width <= 0 or noise < 0:
         raise ValueError(
             f"need n_train >= 1, n_test >= 1, width > 0, noise >= 0; got n_train={n_train}, "
             f"n_test={n_test}, width={width}, noise={noise}"
@@ -98,6 +104,10 @@ def nadaraya_watson(
         raise ValueError("x_train must hold at least one point, got shape (0,)")
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+    number = isinstance(bandwidth, (int, float)) and not isinstance(bandwidth, bool)
+    if not (number or isinstance(bandwidth, torch.Tensor) and bandwidth.dim() == 0):
+        raise ValueError(f"bandwidth must be a positive number, got {bandwidth!r} "
+                         f"({type(bandwidth).__name__})")
     if not bandwidth > 0:
         raise ValueError(f"bandwidth must be > 0, got {bandwidth}")
     diff = x_query[:, None] - x_train[None, :]  # (Q, N)

@@ -1,4 +1,4 @@
-"""Valid-length masks and the masked softmax (遮蔽 softmax).
+"""Valid-length masks and the masked softmax (掩蔽softmax操作).
 
 Legend: B batch, Q queries, K keys (key-value pairs).
 Mask convention: a valid length ``n`` keeps the first ``n`` keys of a row; in boolean masks
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from .checks import check_floating, check_rank
+from .checks import check_floating, check_mask, check_rank
 
 __all__ = ["valid_lens_to_mask", "sequence_mask", "masked_softmax", "softmax_with_mask"]
 
@@ -27,6 +27,36 @@ def _as_lens(valid_lens: torch.Tensor | Sequence[int], device: torch.device) -> 
     return valid_lens.to(device=device, dtype=torch.long)
 
 
+def lens_mask(
+    valid_lens: torch.Tensor | Sequence[int], batch: int, queries: int, keys: int,
+    device: torch.device | str = "cpu",
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(mask, empty)``: the mask of ``valid_lens_to_mask`` and the rows with nothing to see.
+
+    ``empty`` is a boolean (B, 1 or Q, 1), True where the valid length is 0, or None when no
+    length is 0 (the common case: nothing to zero afterwards).
+    """
+    lens = _as_lens(valid_lens, torch.device(device))
+    if lens.shape == (batch,):
+        lens = lens[:, None]  # (B, 1)
+    elif lens.shape != (batch, queries):
+        raise ValueError(
+            f"valid_lens must have shape (B,)=({batch},) or (B, Q)=({batch}, {queries}), "
+            f"got {tuple(lens.shape)}"
+        )
+    lo = 0
+    if lens.numel():
+        lo, hi = torch.aminmax(lens)
+        lo, hi = int(lo), int(hi)
+        if lo < 0 or hi > keys:
+            raise ValueError(
+                f"valid_lens must lie in [0, K] = [0, {keys}], got values from {lo} to {hi}"
+            )
+    positions = torch.arange(keys, device=lens.device)  # (K,)
+    mask = positions < lens[..., None]  # (B, 1 or Q, K)
+    return mask, ((lens == 0)[..., None] if lo == 0 else None)  # (B, 1 or Q, 1)
+
+
 def valid_lens_to_mask(
     valid_lens: torch.Tensor | Sequence[int], batch: int, queries: int, keys: int,
     device: torch.device | str = "cpu",
@@ -37,22 +67,7 @@ def valid_lens_to_mask(
     Returns (B, 1, K) for (B,) and (B, Q, K) for (B, Q): it broadcasts against (B, Q, K).
     Raises ValueError for a wrong shape, a float dtype, or a length outside [0, K].
     """
-    lens = _as_lens(valid_lens, torch.device(device))
-    if lens.shape == (batch,):
-        lens = lens[:, None]  # (B, 1)
-    elif lens.shape != (batch, queries):
-        raise ValueError(
-            f"valid_lens must have shape (B,)=({batch},) or (B, Q)=({batch}, {queries}), "
-            f"got {tuple(lens.shape)}"
-        )
-    if lens.numel():
-        lo, hi = int(lens.min()), int(lens.max())
-        if lo < 0 or hi > keys:
-            raise ValueError(
-                f"valid_lens must lie in [0, K] = [0, {keys}], got values from {lo} to {hi}"
-            )
-    positions = torch.arange(keys, device=lens.device)  # (K,)
-    return positions < lens[..., None]  # (B, 1 or Q, K)
+    return lens_mask(valid_lens, batch, queries, keys, device)[0]
 
 
 def sequence_mask(
@@ -73,21 +88,48 @@ def sequence_mask(
     return out[:, 0, :] if squeeze else out
 
 
+def empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
+    """Rows of a boolean mask (..., Q, K) where no key takes part, as (..., Q, 1); None if none."""
+    empty = ~mask.any(dim=-1, keepdim=True)
+    return empty if bool(empty.any()) else None
+
+
+def softmax_owned(
+    scores: torch.Tensor, mask: torch.Tensor | None, empty: torch.Tensor | None
+) -> torch.Tensor:
+    """The masked softmax over the last axis, computed *in* ``scores`` when no gradient is needed.
+
+    Only for tensors the caller made itself (a fresh ``Q Kᵀ``): it may be overwritten.
+    ``mask`` (True = takes part) broadcasts against ``scores``; ``empty`` marks rows where
+    nothing takes part (see ``lens_mask`` / ``empty_rows``), or None when there are none.
+    Filled with ``finfo.min``, a masked entry comes out of the softmax as exactly 0 whenever its
+    row has any entry taking part, so only the ``empty`` rows need zeroing afterwards.
+    Half-precision softmax accumulates in float32 inside PyTorch's kernels.
+    """
+    grad = scores.requires_grad
+    if mask is not None:
+        scores = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1) if grad else torch.softmax(scores, dim=-1, out=scores)
+    if empty is not None:  # out of place under autograd: softmax's backward needs its output
+        weights = weights.masked_fill(empty, 0.0) if grad else weights.masked_fill_(empty, 0.0)
+    return weights
+
+
 def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """Softmax over the last axis where only ``mask == True`` entries take part.
 
-    ``scores`` has any shape (..., Q, K); ``mask`` is boolean and broadcasts against it.
-    Masked entries get weight exactly 0, and a row with no entry taking part is all zeros.
-    The fill value comes from the dtype (``finfo.min``), never a magic -1e6; half-precision
-    inputs are normalised in float32 and returned in their own dtype.
+    ``scores`` has any shape (..., Q, K) and is not modified; ``mask`` is boolean and
+    broadcasts against it. Masked entries get weight exactly 0, and a row with no entry taking
+    part is all zeros. The fill value comes from the dtype (``finfo.min``), never a magic -1e6.
     """
-    acc = torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype
+    if not isinstance(scores, torch.Tensor) or scores.dim() < 1:
+        raise ValueError(f"scores must be a tensor of shape (..., K), got {scores!r:.60}")
+    check_floating("scores", scores)
     if mask is None:
-        return F.softmax(scores, dim=-1, dtype=acc).to(scores.dtype)
-    filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = F.softmax(filled, dim=-1, dtype=acc)
-    # A row where nothing takes part came out uniform; zeroing every masked entry fixes it too.
-    return weights.masked_fill(~mask, 0.0).to(scores.dtype)
+        return F.softmax(scores, dim=-1)
+    check_mask("mask", mask, scores.shape, "scores' shape (..., Q, K)")
+    filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # new tensor
+    return softmax_owned(filled, None, empty_rows(mask))
 
 
 def masked_softmax(X: torch.Tensor, valid_lens: ValidLens = None) -> torch.Tensor:
@@ -100,6 +142,7 @@ def masked_softmax(X: torch.Tensor, valid_lens: ValidLens = None) -> torch.Tenso
     check_rank("X", X, 3, "(B, Q, K)")
     check_floating("X", X)
     if valid_lens is None:
-        return softmax_with_mask(X, None)
+        return F.softmax(X, dim=-1)
     B, Q, K = X.shape
-    return softmax_with_mask(X, valid_lens_to_mask(valid_lens, B, Q, K, X.device))
+    mask, empty = lens_mask(valid_lens, B, Q, K, X.device)
+    return softmax_owned(X.masked_fill(~mask, torch.finfo(X.dtype).min), None, empty)

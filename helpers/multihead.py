@@ -10,21 +10,26 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import check_qkv, scaled_dot_product
-from .checks import check_size
-from .masking import ValidLens, valid_lens_to_mask
+from .attention import attend, check_qkv
+from .checks import check_positive_int, check_rank, check_size
+from .masking import ValidLens, lens_mask
 
 __all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output"]
 
 
 def transpose_qkv(X: torch.Tensor, num_heads: int) -> torch.Tensor:
     """Split the last axis into heads: (B, T, N) → (B, H, T, N/H)."""
+    check_rank("X", X, 3, "(B, T, N)")
+    check_positive_int("num_heads", num_heads)
     B, T, N = X.shape
+    if N % num_heads:
+        raise ValueError(f"feature size N={N} must be divisible by num_heads={num_heads}")
     return X.reshape(B, T, num_heads, N // num_heads).transpose(1, 2)  # (B, H, T, N/H)
 
 
 def transpose_output(X: torch.Tensor) -> torch.Tensor:
     """Undo ``transpose_qkv``: (B, H, T, N/H) → (B, T, N), the heads concatenated."""
+    check_rank("X", X, 4, "(B, H, T, N/H)")
     B, H, T, d = X.shape
     return X.transpose(1, 2).reshape(B, T, H * d)  # (B, T, N)
 
@@ -45,9 +50,12 @@ class MultiHeadAttention(nn.Module):
         query_size: int | None = None, key_size: int | None = None, value_size: int | None = None,
     ) -> None:
         super().__init__()
-        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads)):
-            if not isinstance(size, int) or size < 1:
-                raise ValueError(f"{name} must be a positive int, got {size!r}")
+        query_size, key_size, value_size = (num_hiddens if size is None else size
+                                            for size in (query_size, key_size, value_size))
+        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads),
+                           ("query_size", query_size), ("key_size", key_size),
+                           ("value_size", value_size)):
+            check_positive_int(name, size)
         if num_hiddens % num_heads:
             raise ValueError(
                 f"num_hiddens must be divisible by num_heads: got num_hiddens={num_hiddens}, "
@@ -55,9 +63,9 @@ class MultiHeadAttention(nn.Module):
             )
         self.num_heads = num_heads
         self.dropout = dropout
-        self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
-        self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
-        self.W_v = nn.Linear(value_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
         self.attention_weights: torch.Tensor | None = None
 
@@ -70,14 +78,15 @@ class MultiHeadAttention(nn.Module):
                                ("values", self.W_v, values)):
             check_size(f"feature size of {name}", layer.in_features, x.shape[-1])
         B, Q, _ = queries.shape
-        mask = None
+        mask = empty = None
         if valid_lens is not None:
-            mask = valid_lens_to_mask(valid_lens, B, Q, keys.shape[1], queries.device)
+            mask, empty = lens_mask(valid_lens, B, Q, keys.shape[1], queries.device)
             mask = mask.unsqueeze(1)  # (B, 1, 1 or Q, K): the same mask for every head
+            empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
         k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K, N/H)
         v = transpose_qkv(self.W_v(values), self.num_heads)  # (B, H, K, N/H)
         p = self.dropout if self.training else 0.0
-        out, self.attention_weights = scaled_dot_product(
-            q, k, v, mask, dropout_p=p, need_weights=need_weights)  # (B, H, Q, N/H)
+        out, self.attention_weights = attend(
+            q, k, v, mask, empty, dropout_p=p, need_weights=need_weights)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)

@@ -86,6 +86,8 @@ def show_heatmaps(
         fig.clear()
         if figsize is not None:
             fig.set_size_inches(*figsize)
+    if cmap not in colormaps:
+        raise ValueError(f"cmap must be a matplotlib colormap name such as 'Reds', got {cmap!r}")
     colors = colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     axes = fig.subplots(R, C, sharex=True, sharey=True, squeeze=False)
     for r in range(R):

@@ -9,15 +9,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_rank, check_size
+from .checks import check_positive_int, check_rank, check_size
 
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
 
 def sinusoidal_table(max_len: int, num_hiddens: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The table P (max_len, num_hiddens); an odd ``num_hiddens`` ends with a sine column."""
-    if max_len < 1 or num_hiddens < 1:
-        raise ValueError(f"max_len and num_hiddens must be positive, got {max_len}, {num_hiddens}")
+    check_positive_int("max_len", max_len)
+    check_positive_int("num_hiddens", num_hiddens)
     i = torch.arange(max_len, dtype=torch.float64)[:, None]  # (T, 1)
     two_j = torch.arange(0, num_hiddens, 2, dtype=torch.float64)  # (ceil(N/2),)
     angles = i / torch.pow(10000.0, two_j / num_hiddens)  # (T, ceil(N/2))

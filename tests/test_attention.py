@@ -116,15 +116,26 @@ def test_additive_matches_formula_with_unequal_sizes(lens):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_additive_dtypes_and_devices(device, dtype):
+@pytest.mark.parametrize("lens", [None, [0, 6], [[0, 1, 6, 2], [3, 3, 0, 6]]])
+def test_additive_dtypes_and_devices(device, dtype, lens):
     attn = AdditiveAttention(3, 5, 4).to(device=device, dtype=dtype)
     q = torch.randn(2, 4, 5, device=device, dtype=dtype)
     k = torch.randn(2, 6, 3, device=device, dtype=dtype)
     v = torch.randn(2, 6, 2, device=device, dtype=dtype)
-    out = attn(q, k, v, torch.tensor([0, 6]))
+    copies = [t.clone() for t in (q, k, v)]
+    out = attn(q, k, v, None if lens is None else torch.tensor(lens))
     assert out.shape == (2, 4, 2) and out.dtype == dtype and torch.isfinite(out).all()
-    assert (out[0] == 0).all()
-    assert attn.attention_weights.shape == (2, 4, 6)
+    w = attn.attention_weights
+    assert w.shape == (2, 4, 6) and torch.isfinite(w).all()
+    for t, c in zip((q, k, v), copies):
+        assert torch.equal(t, c)
+    if lens is not None:
+        full = torch.tensor(lens).reshape(2, -1).expand(2, 4).to(device)  # (B, Q)
+        keep = torch.arange(6, device=device) < full[..., None]  # (B, Q, K)
+        assert (w[~keep] == 0).all()
+        sums = w.float().sum(-1)
+        torch.testing.assert_close(sums, (full > 0).float(), rtol=0, atol=1e-2)
+        assert (out[full == 0] == 0).all()
 
 
 def test_gradcheck_both_scorers():
@@ -163,3 +174,92 @@ def test_dropout_only_in_training():
     torch.testing.assert_close(attn(q, k, v), attn(q, k, v))
     attn.train()
     assert not torch.allclose(attn(q, k, v), DotProductAttention()(q, k, v))
+
+
+@pytest.mark.parametrize("module", ["dot", "multihead"])
+def test_need_weights_false_calls_sdpa_with_4d_tensors(monkeypatch, module):
+    # PyTorch's fused kernels (flash, memory-efficient) only take (B, H, T, size): a 3-D call
+    # falls back to the math path. The helper must hand SDPA 4-D tensors.
+    from helpers import MultiHeadAttention
+
+    seen = []
+    real = F.scaled_dot_product_attention
+
+    def spy(q, k, v, **kwargs):
+        seen.append((q.dim(), k.dim(), v.dim(), None if kwargs.get("attn_mask") is None
+                     else kwargs["attn_mask"].dim()))
+        return real(q, k, v, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    q, k, _ = qkv("cpu", D=8)
+    v = torch.randn(2, 5, 8)
+    attn = DotProductAttention() if module == "dot" else MultiHeadAttention(8, 2)
+    attn(q, k, v, torch.tensor([2, 5]), need_weights=False)
+    assert seen == [(4, 4, 4, 4)]
+    attn(q, k, v, torch.tensor([2, 5]))  # with weights: the helper's own softmax, no SDPA
+    assert len(seen) == 1
+
+
+def test_need_weights_false_runs_the_fused_cpu_kernel():
+    # Restricted to flash attention alone, SDPA raises if the inputs don't qualify for it.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, _ = qkv("cpu", D=8)
+    v = torch.randn(2, 5, 8)
+    attn = DotProductAttention()
+    expected = attn(q, k, v, torch.tensor([3, 0]))
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        out = attn(q, k, v, torch.tensor([3, 0]), need_weights=False)
+    torch.testing.assert_close(out, expected, **TOL[torch.float32])
+    assert (out[1] == 0).all()
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 5), (2, 3, 5), (2, 1, 5)])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_scaled_dot_product_takes_any_broadcastable_mask(mask_shape, need_weights):
+    from helpers import scaled_dot_product
+
+    q, k, v = qkv("cpu")
+    g = torch.Generator().manual_seed(3)
+    mask = torch.rand(*mask_shape, generator=g) > 0.4
+    mask[..., 0, :] = False  # an empty row: zeros, not NaN
+    copies = [t.clone() for t in (q, k, v, mask)]
+    out, weights = scaled_dot_product(q, k, v, mask, need_weights=need_weights)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)
+    torch.testing.assert_close(out, expected, **TOL[torch.float32])
+    assert (out[:, 0] == 0).all() and (weights is None) != need_weights
+    for t, c in zip((q, k, v, mask), copies):
+        assert torch.equal(t, c)
+
+
+@pytest.mark.parametrize("mask, match", [
+    (torch.ones(3, 5), r"mask must be a boolean tensor \(True = takes part\), got torch.float32"),
+    (torch.ones(4, 5, dtype=torch.bool), r"mask must broadcast to \(\.\.\., Q, K\) = \(2, 3, 5\), got \(4, 5\)"),
+])
+def test_scaled_dot_product_rejects_bad_masks(mask, match):
+    from helpers import scaled_dot_product
+
+    with pytest.raises(ValueError, match=match):
+        scaled_dot_product(*qkv("cpu"), mask)
+
+
+def test_scaled_dot_product_rejects_mismatched_sizes_and_integers():
+    from helpers import scaled_dot_product
+
+    q, k, v = qkv("cpu")
+    with pytest.raises(ValueError, match=r"feature size of keys \(D, same as queries\): expected 4, got 3"):
+        scaled_dot_product(q, k[..., :3], v)
+    with pytest.raises(ValueError, match=r"number of values \(K, one per key\): expected 5, got 4"):
+        scaled_dot_product(q, k, v[:, :4])
+    with pytest.raises(ValueError, match="queries must be a floating-point tensor, got dtype torch.int64"):
+        scaled_dot_product(q.long(), k, v)
+    with pytest.raises(ValueError, match=r"keys must be a tensor of at least 2 dimensions .* got \(5,\)"):
+        scaled_dot_product(q, torch.randn(5), v)
+
+
+@pytest.mark.parametrize("kwargs", [dict(key_size=0), dict(query_size=2.5), dict(num_hiddens=-1)])
+def test_additive_rejects_bad_sizes(kwargs):
+    sizes = dict(key_size=3, query_size=5, num_hiddens=4) | kwargs
+    name, value = next(iter(kwargs.items()))
+    with pytest.raises(ValueError, match=rf"{name} must be a positive int, got {value}"):
+        AdditiveAttention(**sizes)

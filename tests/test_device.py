@@ -11,14 +11,15 @@ import torch
 from helpers import get_device, set_seed
 
 
-def test_get_device_prefers_cuda_when_present():
-    expected = "cuda" if torch.cuda.is_available() else None
+@pytest.mark.parametrize("cuda, mps, expected", [
+    (True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu"),
+])
+def test_get_device_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
     device = get_device()
-    assert isinstance(device, torch.device)
-    if expected:
-        assert device.type == expected
-    else:
-        assert device.type in {"mps", "cpu"}
+    assert isinstance(device, torch.device) and device.type == expected
+
 
 
 def draw():

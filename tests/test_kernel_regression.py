@@ -67,10 +67,21 @@ def test_make_regression_data_shapes_sorting_and_ranges():
     torch.testing.assert_close(d.y_truth, target_function(d.x_test))
 
 
-@pytest.mark.parametrize("kwargs", [dict(n_train=0), dict(n_test=0), dict(width=0.0), dict(noise=-1.0)])
-def test_make_regression_data_rejects_bad_arguments(kwargs):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_train=0), "n_train must be a positive int, got 0"),
+    (dict(n_test=0), "n_test must be a positive int, got 0"),
+    (dict(n_train=2.5), "n_train must be a positive int, got 2.5"),
+    (dict(width=0.0), "width=0.0"),
+    (dict(noise=-1.0), "noise=-1.0"),
+])
+def test_make_regression_data_rejects_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
         make_regression_data(**kwargs)
+
+
+def test_target_function_rejects_negative_x():
+    with pytest.raises(ValueError, match=r"x must be >= 0 \(sqrt\(x\) is part of f\), got a minimum of -1.0"):
+        target_function(torch.tensor([0.5, -1.0]))
 
 
 def test_regression_data_to_returns_a_moved_copy(device):
@@ -163,6 +174,7 @@ def test_nadaraya_watson_keeps_the_dtype(dtype, device):
     assert y_hat.dtype == weights.dtype == dtype
     exp_y, exp_w = loop_nw(d.x_train.cpu(), d.y_train.cpu(), d.x_test.cpu(), "gaussian", 0.5)
     torch.testing.assert_close(y_hat.cpu().double(), exp_y, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(weights.cpu().double(), exp_w, rtol=1e-5, atol=1e-5)
 
 
 def test_nadaraya_watson_leaves_its_inputs_unchanged():
@@ -185,6 +197,8 @@ def test_nadaraya_watson_leaves_its_inputs_unchanged():
     ((torch.zeros(3), torch.zeros(3), torch.zeros(2)), dict(bandwidth=0.0), "bandwidth must be > 0"),
     ((torch.zeros(3), torch.zeros(3), torch.zeros(2)), dict(bandwidth=-1.0), "bandwidth must be > 0"),
     ((torch.zeros(3), torch.zeros(3), torch.zeros(2)), dict(bandwidth=float("nan")), "bandwidth"),
+    ((torch.zeros(3), torch.zeros(3), torch.zeros(2)), dict(bandwidth="1"),
+     r"bandwidth must be a positive number, got '1' \(str\)"),
     ([[0.0, 1.0], torch.zeros(2), torch.zeros(2)], {}, "must be a torch.Tensor"),
 ])
 def test_nadaraya_watson_rejects_bad_input(args, kwargs, match):

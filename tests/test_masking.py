@@ -6,10 +6,11 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import masked_softmax, sequence_mask, valid_lens_to_mask
+from helpers import masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask
 from tests.conftest import FLOAT_DTYPES, TOL
 
 
@@ -161,3 +162,48 @@ def test_property_valid_part_sums_to_one_masked_part_zero(B, Q, K, data, scale):
             assert torch.all(out[b, q, :n] >= 0)
             if n:
                 assert abs(out[b, q, :n].sum().item() - 1) < 1e-5
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 3), Q=st.integers(1, 4), K=st.integers(1, 6), data=st.data(),
+       shift=st.floats(-50.0, 50.0), dtype=st.sampled_from(FLOAT_DTYPES))
+def test_property_shift_invariant_input_kept_dtype_kept(B, Q, K, data, shift, dtype):
+    lens = torch.tensor(data.draw(st.lists(st.integers(0, K), min_size=B, max_size=B)))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16)))
+    X = torch.randn(B, Q, K, generator=g).to(dtype)
+    before = X.clone()
+    out = masked_softmax(X, lens)
+    assert out.dtype == dtype and torch.equal(X, before)
+    # Adding the same constant to every score of a row changes nothing (softmax is shift-invariant).
+    shifted = masked_softmax((X.double() + shift), lens)
+    torch.testing.assert_close(masked_softmax(X.double(), lens), shifted, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("mask, match", [
+    (torch.ones(2, 3, 4), r"mask must be a boolean tensor \(True = takes part\), got torch.float32"),
+    (torch.ones(3, 3, 4, dtype=torch.bool), r"mask must broadcast to scores' shape \(\.\.\., Q, K\) = \(2, 3, 4\), got \(3, 3, 4\)"),
+])
+def test_softmax_with_mask_rejects_bad_masks(mask, match):
+    with pytest.raises(ValueError, match=match):
+        softmax_with_mask(torch.randn(2, 3, 4), mask)
+
+
+def test_softmax_with_mask_empty_rows_and_input_kept():
+    X = torch.randn(2, 3, 4)
+    mask = torch.tensor([[True, False, True, False], [False] * 4, [True] * 4])  # (Q, K)
+    before = X.clone()
+    out = softmax_with_mask(X, mask)
+    assert torch.equal(X, before)
+    assert (out[:, 1] == 0).all() and (out[:, :, 1][:, 0] == 0).all()
+    expected = torch.exp(X[:, 0, [0, 2]]) / torch.exp(X[:, 0, [0, 2]]).sum(-1, keepdim=True)
+    torch.testing.assert_close(out[:, 0, [0, 2]], expected)
+    torch.testing.assert_close(out[:, 2], F.softmax(X[:, 2], -1))
+
+
+def test_weights_are_fresh_tensors_under_inference_mode():
+    # The helper may compute in buffers it made itself; never in the caller's tensor.
+    X = torch.randn(2, 3, 4)
+    before = X.clone()
+    with torch.inference_mode():
+        out = masked_softmax(X, torch.tensor([0, 3]))
+    assert torch.equal(X, before) and out.data_ptr() != X.data_ptr()

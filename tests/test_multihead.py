@@ -111,6 +111,9 @@ def test_gradcheck():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(num_hiddens=10, num_heads=4), r"divisible by num_heads: got num_hiddens=10, num_heads=4"),
     (dict(num_hiddens=0, num_heads=1), r"num_hiddens must be a positive int, got 0"),
+    (dict(num_hiddens=8, num_heads=2, query_size=0), r"query_size must be a positive int, got 0"),
+    (dict(num_hiddens=8, num_heads=2, key_size=-1), r"key_size must be a positive int, got -1"),
+    (dict(num_hiddens=8, num_heads=2, value_size=2.0), r"value_size must be a positive int, got 2.0"),
 ])
 def test_bad_configuration(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -121,3 +124,14 @@ def test_wrong_feature_size_named():
     mha = MultiHeadAttention(8, 2, key_size=5)
     with pytest.raises(ValueError, match=r"feature size of keys: expected 5, got 8"):
         mha(torch.randn(1, 2, 8), torch.randn(1, 3, 8), torch.randn(1, 3, 8))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: transpose_qkv(torch.zeros(2, 3, 12), 5), r"feature size N=12 must be divisible by num_heads=5"),
+    (lambda: transpose_qkv(torch.zeros(3, 12), 4), r"X must have 3 dimensions \(B, T, N\), got 2 with shape \(3, 12\)"),
+    (lambda: transpose_qkv(torch.zeros(2, 3, 12), 0), r"num_heads must be a positive int, got 0"),
+    (lambda: transpose_output(torch.zeros(2, 3, 4)), r"X must have 4 dimensions \(B, H, T, N/H\), got 3"),
+])
+def test_split_and_merge_reject_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -60,6 +60,7 @@ def test_input_not_modified():
     (dict(matrices=torch.rand(2, 3, 3), titles=["only one", "two", "three"]), r"titles must have 2 entries \(one per column\), got 3"),
     (dict(matrices=torch.rand(3, 4), mask=torch.ones(2, 4, dtype=torch.bool)), r"mask must broadcast to shape \(1, 1, 3, 4\)"),
     (dict(matrices=torch.rand(3, 4), xticklabels=["a"]), r"xticklabels must have 4 entries, got 1"),
+    (dict(matrices=torch.rand(3, 4), cmap="nope"), r"cmap must be a matplotlib colormap name such as 'Reds', got 'nope'"),
 ])
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -63,3 +63,13 @@ def test_relative_position_is_a_rotation():
 def test_bad_input(shape, match):
     with pytest.raises(ValueError, match=match):
         PositionalEncoding(6, max_len=10)(torch.zeros(*shape))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(num_hiddens=4.5), "num_hiddens must be a positive int, got 4.5"),
+    (dict(num_hiddens=0), "num_hiddens must be a positive int, got 0"),
+    (dict(num_hiddens=4, max_len=0), "max_len must be a positive int, got 0"),
+])
+def test_bad_configuration(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        PositionalEncoding(**kwargs)
