@@ -19,6 +19,9 @@ ALIASES = {"nb": "notebooks", "notebook": "notebooks", "slider": "sliders", "wid
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "float64": torch.float64}
 DEFAULT_RESULTS = REPO / "benchmarks" / "RESULTS.md"
+# Runs per notebook by default: a median of 3 fresh kernels, not one run. The notebooks take
+# about 54 s a round (RESULTS.md), so this adds about 2 × 54 s ≈ 110 s to a full run.
+NOTEBOOK_REPEATS = 3
 
 
 def _sections(text: str) -> list[str]:
@@ -61,8 +64,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-len", type=int, default=None, metavar="L",
                         help="attention: skip the cases longer than L (e.g. 512 leaves out the "
                              "heavy L=2048 case, most of the default run's time)")
-    parser.add_argument("--notebook-repeats", type=int, default=1, metavar="N",
-                        help="runs per notebook, median reported (default 1: a fresh kernel each)")
+    parser.add_argument("--notebook-repeats", type=int, default=None, metavar="N",
+                        help=f"runs per notebook, each in a fresh kernel after the warm-up "
+                             f"kernel; the median is reported (default {NOTEBOOK_REPEATS}, "
+                             f"1 with --quick)")
     parser.add_argument("--write-results", nargs="?", const=DEFAULT_RESULTS, default=None,
                         type=Path, metavar="PATH",
                         help=f"also write the tables as markdown (default path: "
@@ -72,7 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--device cuda: torch.cuda.is_available() is False on this machine")
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be >= 1")
-    if args.notebook_repeats < 1:
+    if args.notebook_repeats is not None and args.notebook_repeats < 1:
         parser.error("--notebook-repeats must be >= 1")
     return args
 
@@ -83,8 +88,9 @@ def make_config(args: argparse.Namespace) -> Config:
         name = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(name)
     dtypes = args.dtype or ((torch.float16, torch.bfloat16) if device.type == "cuda" else (torch.float32,))
+    repeats = args.notebook_repeats or (1 if args.quick else NOTEBOOK_REPEATS)
     return Config(device=device, dtypes=dtypes, quick=args.quick,
-                  notebook_repeats=args.notebook_repeats, max_len=args.max_len)
+                  notebook_repeats=repeats, max_len=args.max_len)
 
 
 def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[str, str]]:

@@ -4,13 +4,17 @@
 * Colab badge and Colab set-up cell exactly as ``tools/sync_colab.py`` writes them, with the
   repository URL of pyproject.toml; the set-up cell does nothing outside Colab, and in a
   simulated Colab it clones that URL, makes ``helpers`` importable and installs nothing.
+  README.md's Colab badge is what ``tools/sync_colab.py`` writes too, and every Colab or GitHub
+  link of this repository in README.md uses the pyproject URL.
 * Stored outputs from one clean top-to-bottom run: every code cell executed, in order, no
   errors; at least one PNG figure (GitHub and nbviewer show it).
 * Widget cells: exactly the cells that display a widget carry ``# NBVAL_IGNORE_OUTPUT``; the
   widget state is stored in the notebook's metadata, and every ``interactive`` view stores the
   figure it showed (as ``jupyter nbconvert --execute`` does when the view displays it).
 * The first code cell after the Colab cell seeds (``h.set_seed(``); the notebook ends with an
-  "Exercises" section of 3 or more exercises.
+  "Exercises" section of 3 or more exercises; from notebook 02 on, 3 or more of them have a
+  check cell (``answer_n = None``, ``def check_n(...)``, ``print(check_n(answer_n))``) whose
+  stored output is only "not answered yet" — the stored notebook gives no answer away.
 
 ``ATTN_NOTEBOOKS_DIR=/some/dir`` (developers only) checks that directory's notebooks instead.
 """
@@ -99,11 +103,32 @@ def test_numbers_are_unique():
     assert len(numbers) == len(set(numbers)), f"two notebooks share a number: {numbers}"
 
 
-def test_repository_url_is_written_only_in_pyproject():
+def _repository_links(text: str) -> list[str]:
+    """owner/name of every Colab link, and of every GitHub link to a repository of this name
+    (an old owner, a fork); links to other projects (d2l, PyTorch) are not ours to check."""
+    name = REPO_PATH.split("/")[1]
+    return re.findall(COLAB_LINK, text) + [
+        link for link in re.findall(GITHUB_LINK, text)
+        if link.split("/")[1].removesuffix(".git") == name
+    ]
+
+
+def test_repository_url_is_written_only_in_pyproject(tmp_path):
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", REPO_URL), REPO_URL
     assert sync_colab.repo_url() == REPO_URL
     tool = (ROOT / "tools" / "sync_colab.py").read_text()
     assert REPO_PATH not in tool, "tools/sync_colab.py must read the URL from pyproject.toml"
+    # README.md: its badge is what sync_colab writes, and it links to no other address.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    copy = tmp_path / "README.md"
+    copy.write_text(readme, encoding="utf-8")
+    assert not sync_colab.sync_readme(copy), (
+        "README.md's Colab badge is out of date: run `python tools/sync_colab.py`"
+    )
+    links = _repository_links(readme)
+    assert re.findall(COLAB_LINK, readme), "README.md has no Colab badge"
+    wrong = [link for link in links if link != REPO_PATH]
+    assert not wrong, f"README.md links to {wrong}, not {REPO_PATH} (pyproject.toml)"
 
 
 # ---------------------------------------------------------------- name, title, Colab
@@ -140,13 +165,8 @@ def test_every_repository_link_is_the_pyproject_one(path, nb):
     assert f'REPO_URL = "{REPO_URL}"' in _setup_source(nb)
     # Every Colab link, and every GitHub link to a repository of this name (an old owner, a
     # fork), must be the pyproject one; links to other projects (d2l, PyTorch) are fine.
-    name = REPO_PATH.split("/")[1]
     for cell in nb.cells:
-        links = re.findall(COLAB_LINK, cell.source) + [
-            link for link in re.findall(GITHUB_LINK, cell.source)
-            if link.split("/")[1].removesuffix(".git") == name
-        ]
-        for link in links:
+        for link in _repository_links(cell.source):
             assert link == REPO_PATH, f"{path.name}: link to {link}, not {REPO_PATH}"
 
 
@@ -298,3 +318,52 @@ def test_ends_with_exercises(path, nb):
     text = text[text.index("## Exercises"):]
     exercises = re.findall(r"^(?:\d+\.|###)\s", text, flags=re.M)
     assert len(exercises) >= 3, f"{path.name}: {len(exercises)} exercises, want 3 or more"
+
+
+# A check cell: ``answer_2 = None`` (or ``nearest_neighbour = None``), ``def check_2(...)``,
+# ``print(check_2(answer_2))`` (or ``print("exercise 2:", check_2(answer_2))``).
+CHECK_DEF = re.compile(r"^def (check_\d+)\(", re.M)
+NOT_ANSWERED = re.compile(r"(?:exercise \d+: )?not answered yet\n?")
+MIN_CHECKS = 3
+
+
+def _exercise_check_cells(nb) -> list[tuple[int, str, str]]:
+    """(cell index, check function, answer name) of each check cell after '## Exercises'."""
+    start = max(
+        (i for i, c in enumerate(nb.cells)
+         if c.cell_type == "markdown" and re.search(r"^## Exercises\s*$", c.source, re.M)),
+        default=len(nb.cells),
+    )
+    found = []
+    for i, cell in enumerate(nb.cells[start:], start):
+        if cell.cell_type != "code":
+            continue
+        for check in CHECK_DEF.findall(cell.source):
+            call = re.search(rf"^print\((?:.*,\s*)?{check}\((\w+)\)\)\s*$", cell.source, re.M)
+            found.append((i, check, call[1] if call else ""))
+    return found
+
+
+def test_exercises_have_check_cells_that_give_no_answer_away(path, nb):
+    checks = _exercise_check_cells(nb)
+    want = MIN_CHECKS if int(path.name[:2]) >= 2 else 0  # 01, the overview: checks optional
+    assert len({check for _, check, _ in checks}) >= want, (
+        f"{path.name}: {len(checks)} exercise check cells (def check_n(...) after "
+        f"'## Exercises'), want {want} or more"
+    )
+    for i, check, answer in checks:
+        cell = nb.cells[i]
+        where = f"{path.name}: cell {i} ({check})"
+        assert answer, f"{where}: does not print({check}(answer)) — the reader sees no verdict"
+        # The stored cell leaves the answer blank ...
+        assert re.search(rf"^{answer} = None\b", cell.source, re.M), (
+            f"{where}: the stored cell must leave {answer} = None for the reader to fill in"
+        )
+        # ... and its stored output is the blank verdict: no "correct", no expected value.
+        texts = [
+            o.get("text", "") if o.output_type == "stream" else repr(o.get("data", o))
+            for o in cell.outputs
+        ]
+        assert len(texts) == 1 and NOT_ANSWERED.fullmatch(texts[0]), (
+            f"{where}: stored output must be only 'not answered yet', got {texts}"
+        )

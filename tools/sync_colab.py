@@ -1,8 +1,10 @@
-"""Write the Colab badge and the Colab set-up cell into notebooks, from the one repository URL.
+"""Write the Colab badge and the Colab set-up cell into notebooks, and the Colab badge of
+README.md, from the one repository URL.
 
 The URL lives in pyproject.toml ([project.urls] Repository). Run after changing it, or on a
-new notebook:  python tools/sync_colab.py notebooks/*.ipynb
-``tests/test_notebooks_meta.py`` fails when a notebook is out of date with this script.
+new notebook:  python tools/sync_colab.py notebooks/*.ipynb   (README.md is always synced).
+``tests/test_notebooks_meta.py`` fails when a notebook or README.md is out of date with this
+script.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 BADGE_TAG = "colab-badge"
 SETUP_TAG = "colab-setup"
+# README's badge line; the notebook it opens is kept, the repository is rewritten.
+README_BADGE = re.compile(
+    r"^\[!\[Open In Colab\]\([^)]*\)\]"
+    r"\(https://colab\.research\.google\.com/github/[^)]*?/notebooks/(?P<nb>[^)/]+\.ipynb)\)$",
+    re.M,
+)
 
 
 def repo_url() -> str:
@@ -86,6 +95,20 @@ def sync(path: Path) -> bool:
     return changed
 
 
+def sync_readme(path: Path = README) -> bool:
+    """Rewrite README.md's Colab badge from the pyproject URL; return True if it changed."""
+    text = path.read_text(encoding="utf-8")
+    m = README_BADGE.search(text)
+    if m is None:
+        raise ValueError(f"{path}: no line [![Open In Colab](...)](.../notebooks/NN_name.ipynb)")
+    new = text[: m.start()] + badge_line(m["nb"]) + text[m.end():]
+    changed = new != text
+    if changed:
+        path.write_text(new, encoding="utf-8")
+    return changed
+
+
 if __name__ == "__main__":
+    print(("updated " if sync_readme() else "up to date ") + str(README.relative_to(ROOT)))
     for arg in sys.argv[1:]:
         print(("updated " if sync(Path(arg)) else "up to date ") + arg)

@@ -3,9 +3,15 @@
 For each ``notebooks/NN_*.ipynb`` (a temporary copy, see conftest.py): open it, clear its stored
 outputs, Run → Run All Cells, and check that
 
-* every code cell ran (``[n]:`` prompts), no output is a traceback or an error, no dialog
-  (dead kernel, missing kernel) is open, and at least one figure is shown;
-* every widget rendered (no "Loading widget...", "Error displaying widget", "model not found");
+* every code cell ran (``[n]:`` prompts), no output went to stderr (tracebacks, warnings,
+  anything: the stored notebooks have none), no output failed to render ("Javascript Error: ..."),
+  no dialog (dead kernel, missing kernel) is open, and at least one figure is shown;
+* every widget rendered (no "Loading widget...", "Error displaying widget", "model not found",
+  and no plain-text fallback ``interactive(children=...`` that shows when the widget manager
+  did not load);
+* the page has as many sliders, and as many other controls of ``interactive`` views, as the
+  notebook's stored widget state (``metadata.widgets``) says its widget outputs hold — so a page
+  with no widgets at all cannot pass;
 * every slider (``.widget-slider``), moved one step with the keyboard, changes the figure it
   drives (an ``img`` ``src`` in its ``interactive`` view, or in its output area); every dropdown,
   checkbox, toggle-button and radio-button of an ``interactive`` view does too;
@@ -17,9 +23,11 @@ The kernel is shut down after each notebook.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,8 +47,72 @@ VIEWPORT = {"width": 1280, "height": 900}
 LOAD_TIMEOUT_MS = 90_000
 RUN_TIMEOUT_MS = 240_000  # one notebook, Run All Cells (≤ 20 s under nbconvert)
 UPDATE_TIMEOUT_MS = 20_000  # one control change → new figure
-WIDGET_PROBLEMS = ("Loading widget...", "Error displaying widget", "model not found")
-ERROR_PATTERN = re.compile(r"Traceback|^\s*\w*(Error|Exception)\b", re.M)
+# What an output area shows when a widget did not render. The last is the text/plain fallback
+# of an interactive view: JupyterLab shows it when the widget manager did not load at all.
+WIDGET_PROBLEMS = (
+    "Loading widget...", "Error displaying widget", "model not found", "interactive(children=",
+)
+# JupyterLab's text when a renderer fails (the output area then marks the output as stderr).
+RENDER_ERROR = "Javascript Error"
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# Models the page shows as ``.widget-slider`` (not SliderStyleModel and the like).
+SLIDER_MODELS = {
+    "IntSliderModel", "FloatSliderModel", "FloatLogSliderModel", "SelectionSliderModel",
+    "IntRangeSliderModel", "FloatRangeSliderModel", "SelectionRangeSliderModel",
+}
+# The controls _change_other_controls changes (inside an interactive view, when they can move).
+OTHER_CONTROL_MODELS = {"DropdownModel", "CheckboxModel", "ToggleButtonsModel", "RadioButtonsModel"}
+
+
+@dataclass(frozen=True)
+class Controls:
+    sliders: int
+    others: int
+
+
+def expected_controls(path: Path) -> Controls:
+    """The sliders and other movable controls that the notebook's widget outputs hold, from
+    its stored widget state: every model reachable from a displayed widget view (children,
+    and widgets displayed inside Output widgets), counted once per place it is shown."""
+    nb = json.loads(path.read_text())
+    shown = [
+        out["data"][WIDGET_VIEW]["model_id"]
+        for cell in nb["cells"] if cell["cell_type"] == "code"
+        for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})
+    ]
+    if not shown:
+        return Controls(0, 0)
+    store = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE)
+    assert store and store.get("state"), (
+        f"{path.name}: displays widgets but stores no widget state "
+        f"(metadata.widgets[{WIDGET_STATE!r}]): run `make notebooks`"
+    )
+    state = store["state"]
+    counts = {"sliders": 0, "others": 0}
+
+    def visit(model_id: str, in_interact: bool, depth: int = 0) -> None:
+        assert depth < 50, f"{path.name}: widget state nests deeper than 50 (a cycle?)"
+        model = state.get(model_id)
+        assert model is not None, f"{path.name}: widget {model_id} is not in the stored state"
+        name, st = model["model_name"], model["state"]
+        if name in SLIDER_MODELS:
+            counts["sliders"] += 1
+        elif name in OTHER_CONTROL_MODELS and in_interact and not st.get("disabled"):
+            if name == "CheckboxModel" or len(st.get("_options_labels", [])) >= 2:
+                counts["others"] += 1
+        in_interact = in_interact or "widget-interact" in st.get("_dom_classes", [])
+        for child in st.get("children", []):
+            visit(child.removeprefix("IPY_MODEL_"), in_interact, depth + 1)
+        for out in st.get("outputs", []) if name == "OutputModel" else []:
+            if WIDGET_VIEW in out.get("data", {}):
+                visit(out["data"][WIDGET_VIEW]["model_id"], in_interact, depth + 1)
+
+    for model_id in shown:
+        visit(model_id, False)
+    return Controls(**counts)
+
 
 # Page-side helpers, installed before JupyterLab loads.
 INIT_SCRIPT = r"""
@@ -60,10 +132,17 @@ window.__attn = {
       .map(e => e.textContent.trim());
     return items.find(t => / \| \w+$/.test(t)) || '';
   },
+  // Every stderr output: tracebacks, warnings, any print to stderr, and outputs whose renderer
+  // failed (JupyterLab then replaces the output's classes, jp-OutputArea-output included, and
+  // marks it stderr).
   errors() {
     return [...document.querySelectorAll(
-        '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+        '.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"]')]
       .map(o => o.innerText);
+  },
+  outputText() {
+    return [...document.querySelectorAll('.jp-Notebook .jp-OutputArea')]
+      .map(o => o.innerText).join('\n');
   },
 };
 """
@@ -88,24 +167,26 @@ def _open_dialog(page) -> str | None:
 
 
 def _assert_no_errors(page, name: str, when: str) -> None:
-    bad = [t for t in page.evaluate("() => window.__attn.errors()") if ERROR_PATTERN.search(t)]
-    assert not bad, f"{name}: error output {when}:\n" + "\n---\n".join(t[-3000:] for t in bad)
+    """No stderr output at all (the stored notebooks have none), no failed renderer."""
+    bad = page.evaluate("() => window.__attn.errors()")
+    assert not bad, f"{name}: stderr output {when}:\n" + "\n---\n".join(t[-3000:] for t in bad)
+    text = page.evaluate("() => window.__attn.outputText()")
+    if RENDER_ERROR in text:
+        at = text.index(RENDER_ERROR)
+        raise AssertionError(f"{name}: an output failed to render {when}: {text[at:at + 300]!r}")
     dialog = _open_dialog(page)
     assert dialog is None, f"{name}: a dialog is open {when}: {dialog}"
 
 
 def _assert_widgets_rendered(page, name: str) -> None:
-    outputs = (
-        "[...document.querySelectorAll('.jp-Notebook .jp-OutputArea')]"
-        ".map(o => o.innerText).join('\\n')"
-    )
     try:
         page.wait_for_function(
-            f"() => !{outputs}.includes('Loading widget...')", timeout=UPDATE_TIMEOUT_MS
+            "() => !window.__attn.outputText().includes('Loading widget...')",
+            timeout=UPDATE_TIMEOUT_MS,
         )
     except PlaywrightTimeoutError:
         pass  # reported just below
-    text = page.evaluate(f"() => {outputs}")
+    text = page.evaluate("() => window.__attn.outputText()")
     problems = [p for p in WIDGET_PROBLEMS if p in text]
     assert not problems, f"{name}: widgets did not render: {problems}"
 
@@ -143,7 +224,8 @@ def _describe(control) -> str:
 
 
 def _expect_new_figure(page, control, before: str, name: str, what: str) -> None:
-    """Wait until the figure driven by ``control`` differs from ``before`` (or an error shows)."""
+    """Wait until the figure driven by ``control`` differs from ``before`` (or an error shows),
+    then check that it does: the wait also ends on any stderr output."""
     try:
         page.wait_for_function(
             """([el, before]) => {
@@ -160,11 +242,21 @@ def _expect_new_figure(page, control, before: str, name: str, what: str) -> None
     assert not timed_out, (
         f"{name}: {what} did not change its figure within {UPDATE_TIMEOUT_MS / 1000:.0f} s"
     )
+    after = control.evaluate("el => window.__attn.figureOf(el)")
+    assert after, f"{name}: {what} left no figure (no img in its view or output area)"
+    changed = after != before  # (not in the assert: pytest would print both data: URIs)
+    assert changed, f"{name}: {what} did not change its figure"
 
 
-def _move_sliders(page, name: str) -> int:
+def _move_sliders(page, name: str, expected: int) -> int:
     sliders = page.locator(".jp-Notebook .widget-slider")
-    for i in range(sliders.count()):
+    found = sliders.count()
+    assert found == expected, (
+        f"{name}: {found} sliders in the page, but the notebook's stored widget state has "
+        f"{expected}" + (" (did the widget manager load?)" if found == 0 else "")
+    )
+    moved = 0
+    for i in range(found):
         slider = sliders.nth(i)
         slider.scroll_into_view_if_needed()
         what = f"slider {i + 1} {_describe(slider)}"
@@ -187,7 +279,8 @@ def _move_sliders(page, name: str) -> int:
         except PlaywrightTimeoutError:
             raise AssertionError(f"{name}: {what} did not move on {key} (value {now})") from None
         _expect_new_figure(page, slider, before, name, f"{what} ({now} → {key})")
-    return sliders.count()
+        moved += 1
+    return moved
 
 
 def _change_other_controls(page, name: str) -> int:
@@ -242,6 +335,8 @@ def test_notebook_runs_and_every_slider_moves_its_figure(
     notebook, jupyterlab, context, save_screenshot, report
 ):
     stem = Path(notebook).stem
+    # What the page must show, from the copy JupyterLab serves (parsed before it is opened).
+    expected = expected_controls(jupyterlab.root / notebook)
     start = time.monotonic()
     page = context.new_page()
     page_errors: list[str] = []
@@ -272,8 +367,15 @@ def test_notebook_runs_and_every_slider_moves_its_figure(
             f"{notebook}: no figure (img) among the outputs"
         )
 
-        n_sliders = _move_sliders(page, notebook)
+        n_sliders = _move_sliders(page, notebook, expected.sliders)
+        assert n_sliders == expected.sliders, (
+            f"{notebook}: moved {n_sliders} of {expected.sliders} sliders"
+        )
         n_other = _change_other_controls(page, notebook)
+        assert n_other == expected.others, (
+            f"{notebook}: changed {n_other} other controls of interactive views, but the "
+            f"notebook's stored widget state has {expected.others}"
+        )
         _wait_kernel_idle(page, UPDATE_TIMEOUT_MS)
         _assert_no_errors(page, notebook, "after moving the controls")
         _assert_widgets_rendered(page, notebook)
@@ -290,7 +392,8 @@ def test_notebook_runs_and_every_slider_moves_its_figure(
         assert not page_errors, f"{notebook}: JavaScript errors in the page: {page_errors}"
         summary = (
             f"{notebook}: opened in {load_s:.1f} s, {n_code} code cells ran in {run_s:.1f} s; "
-            f"{n_sliders} sliders and {n_other} other controls each changed their figure; "
+            f"{n_sliders} sliders and {n_other} other controls (as many as its stored widget "
+            f"state has) each changed their figure; "
             f"{time.monotonic() - start:.1f} s in all"
         )
         report(summary)
