@@ -165,11 +165,19 @@ def _data(case: Case, cfg: Config, dtype: torch.dtype, masked: bool, *, fold_hea
     return x, (None if lens is None else lens.to(cfg.device))
 
 
-def _key_mask(lens: torch.Tensor | None, L: int) -> torch.Tensor | None:
-    """(N, L) boolean, True = takes part, from valid lengths (N,)."""
+def _key_mask(lens: torch.Tensor | None, L: int, dims: int = 2) -> torch.Tensor | None:
+    """Boolean key mask from valid lengths (N,), True = takes part: (N, L) for ``dims=2``,
+    (N, 1, L) for 3, (N, 1, 1, L) for 4. The references build it inside the timed call, as the
+    helper builds its own from the same valid lengths."""
     if lens is None:
         return None
-    return torch.arange(L, device=lens.device) < lens[:, None]
+    mask = torch.arange(L, device=lens.device) < lens[:, None]  # (N, L)
+    return mask.reshape(mask.shape[0], *([1] * (dims - 2)), L)
+
+
+def _pad(lens: torch.Tensor | None, L: int) -> torch.Tensor | None:
+    """nn.MultiheadAttention's key_padding_mask (B, L), True = *ignore*."""
+    return None if lens is None else ~_key_mask(lens, L)
 
 
 def _row(table: Table, case: Case, masked: bool, **values) -> dict[str, object]:
@@ -204,11 +212,11 @@ def bench_dot_product(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], 
     for case in cases:
         for masked in (False, True):
             (q, k, v), lens = _data(case, cfg, dtype, masked, fold_heads=True)
-            m = _key_mask(lens, case.L)
-            m3 = None if m is None else m[:, None, :]  # (B·H, 1, L)
-            fns = {"helper": lambda: attn(q, k, v, lens), "math": lambda: sdpa(q, k, v, m3)}
+            L = case.L
+            fns = {"helper": lambda: attn(q, k, v, lens),
+                   "math": lambda: sdpa(q, k, v, _key_mask(lens, L, 3))}  # (B·H, 1, L)
             if not _heavy(case, dtype, cfg.quick):
-                fns["explicit"] = lambda: explicit_attention(q, k, v, m3)
+                fns["explicit"] = lambda: explicit_attention(q, k, v, _key_mask(lens, L, 3))
             with math_only():  # the helper and explicit call no SDPA: only "math" is affected
                 t, out = _stats(fns, case, cfg, dtype)
             _row(with_w, case, masked, helper=t["helper"], math=t["math"],
@@ -235,16 +243,17 @@ def bench_dot_product(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], 
     for case in cases:
         for masked in (False, True):
             (q, k, v), lens = _data(case, cfg, dtype, masked, fold_heads=True)
-            m = _key_mask(lens, case.L)
-            m3 = None if m is None else m[:, None, :]  # (B·H, 1, L)
-            m4 = None if m is None else m[:, None, None, :]  # (B·H, 1, 1, L)
+            L = case.L
+            m3, m4 = _key_mask(lens, L, 3), _key_mask(lens, L, 4)  # for the backend probe
             q4, k4, v4 = q[:, None], k[:, None], v[:, None]  # (B·H, 1, L, D): views
             fns = {
                 "helper": lambda: attn(q, k, v, lens, need_weights=False),
-                "sdpa4": lambda: F.scaled_dot_product_attention(q4, k4, v4, attn_mask=m4)[:, 0],
+                "sdpa4": lambda: F.scaled_dot_product_attention(
+                    q4, k4, v4, attn_mask=_key_mask(lens, L, 4))[:, 0],
             }
             if not _heavy(case, dtype, cfg.quick):
-                fns["sdpa3"] = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=m3)
+                fns["sdpa3"] = lambda: F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=_key_mask(lens, L, 3))
             backend = _backend_text(q, k, v, m3) + " | " + _backend_text(q4, k4, v4, m4)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "fused kernels require 4 dimensions": the point
@@ -257,7 +266,8 @@ def bench_dot_product(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], 
             del q, k, v, q4, k4, v4, out
     without.note("SDPA 4-D = F.scaled_dot_product_attention on (B·H, 1, L, D) views of the same "
                  "tensors; SDPA 3-D = the very call the helper makes. PyTorch's fused kernels "
-                 "need 4-D inputs: on 3-D ones SDPA falls back to its math path.")
+                 "need 4-D inputs: on 3-D ones SDPA falls back to its math path. The references "
+                 "build their masks from the valid lengths inside the timed call, as the helper does.")
     if heavy:
         without.note(f"{', '.join(heavy)}: 3 repeats after 1 warm-up, SDPA 3-D not timed (—).")
     return [with_w, without]
@@ -331,9 +341,8 @@ def bench_multihead(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], *,
             ours, ref = _twins(case, cfg.device, dtype)
             for masked in (False, True):
                 x, lens = _data(case, cfg, dtype, masked, fold_heads=False)
-                m = _key_mask(lens, case.L)
-                m4 = None if m is None else m[:, None, None, :]  # (B, 1, 1, L)
-                pad = None if m is None else ~m  # nn.MultiheadAttention: True = ignore
+                m4 = _key_mask(lens, case.L, 4)  # (B, 1, 1, L), for the backend probe
+                pad = _pad(lens, case.L)  # for the path probe
                 paths.setdefault(masked, _torch_mha_path(ref, x, pad, need_weights))
                 row = _bench_mha_row(cfg, dtype, case, ours, ref, x, lens, m4, pad, need_weights)
                 _row(table, case, masked, **row)
@@ -362,7 +371,7 @@ def bench_multihead(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], *,
 def _bench_mha_row(cfg: Config, dtype: torch.dtype, case: Case, ours: MultiHeadAttention,
                    ref: nn.MultiheadAttention, x: torch.Tensor, lens: torch.Tensor | None,
                    m4: torch.Tensor | None, pad: torch.Tensor | None, need_weights: bool) -> dict:
-    H = case.H
+    H, L = case.H, case.L
 
     def project(x):
         return (transpose_qkv(ours.W_q(x), H), transpose_qkv(ours.W_k(x), H),
@@ -371,12 +380,13 @@ def _bench_mha_row(cfg: Config, dtype: torch.dtype, case: Case, ours: MultiHeadA
     if need_weights:
         fns = {
             "helper": lambda: ours(x, x, x, lens),
-            "math": lambda: ours.W_o(transpose_output(sdpa(*project(x), m4))),
-            "torch": lambda: ref(x, x, x, key_padding_mask=pad, need_weights=True,
+            "math": lambda: ours.W_o(transpose_output(sdpa(*project(x), _key_mask(lens, L, 4)))),
+            "torch": lambda: ref(x, x, x, key_padding_mask=_pad(lens, L), need_weights=True,
                                  average_attn_weights=False)[0],
         }
         if not _heavy(case, dtype, cfg.quick):
-            fns["explicit"] = lambda: ours.W_o(transpose_output(explicit_attention(*project(x), m4)))
+            fns["explicit"] = lambda: ours.W_o(transpose_output(
+                explicit_attention(*project(x), _key_mask(lens, L, 4))))
         with math_only():  # with need_weights=True neither MHA calls SDPA: only "math" is affected
             t, out = _stats(fns, case, cfg, dtype)
         return dict(helper=t["helper"], math=t["math"], x_math=_ratio(t, "helper", "math"),
@@ -387,8 +397,8 @@ def _bench_mha_row(cfg: Config, dtype: torch.dtype, case: Case, ours: MultiHeadA
     fns = {
         "helper": lambda: ours(x, x, x, lens, need_weights=False),
         "sdpa": lambda: ours.W_o(transpose_output(
-            F.scaled_dot_product_attention(*project(x), attn_mask=m4))),
-        "torch": lambda: ref(x, x, x, key_padding_mask=pad, need_weights=False)[0],
+            F.scaled_dot_product_attention(*project(x), attn_mask=_key_mask(lens, L, 4)))),
+        "torch": lambda: ref(x, x, x, key_padding_mask=_pad(lens, L), need_weights=False)[0],
     }
     t, out = _stats(fns, case, cfg, dtype)
     q1, k1, v1 = project(x[:1])

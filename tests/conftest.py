@@ -46,3 +46,21 @@ def pytest_sessionstart(session):
     expected = os.environ.get("EXPECT_IPYWIDGETS")
     if expected and not ipywidgets.__version__.startswith(expected + "."):
         raise pytest.UsageError(f"expected ipywidgets {expected}.x, imported {ipywidgets.__version__}")
+
+
+def shown_png(view) -> bytes:
+    """Run a view's callback once more and return the PNG it displayed in its output area
+    (what a notebook reader sees); b"" if it displayed no image."""
+    from IPython.display import Image
+
+    from helpers.widgets import _common
+
+    shown = []
+    real = _common.display
+    _common.display = lambda obj, **kw: shown.append(obj)
+    try:
+        view.update()
+    finally:
+        _common.display = real
+    images = [s.data for s in shown if isinstance(s, Image)]
+    return images[-1] if images else b""

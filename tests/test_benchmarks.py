@@ -82,6 +82,12 @@ def test_cli_sections_quick_and_device():
     assert parse_args([]).only == ["notebooks", "sliders", "attention", "softmax"]
     cfg = make_config(parse_args(["--device", "cpu"]))
     assert cfg.device.type == "cpu" and cfg.dtypes == (torch.float32,)
+    # notebook times are medians of several runs, except in a smoke run or when asked
+    assert cfg.notebook_repeats == 3
+    assert make_config(parse_args(["--quick"])).notebook_repeats == 1
+    assert make_config(parse_args(["--quick", "--notebook-repeats", "2"])).notebook_repeats == 2
+    with pytest.raises(SystemExit):
+        parse_args(["--notebook-repeats", "0"])
     with pytest.raises(SystemExit):
         parse_args(["--only", "everything"])
     if not torch.cuda.is_available():
@@ -119,7 +125,8 @@ def test_masked_softmax_bench_tiny():
     for row in table.rows:
         assert _positive(row["helper"]) and _positive(row["textbook"])
         assert row["ratio"] == pytest.approx(row["helper"] / row["textbook"])
-        assert row["agree"] == "yes" and row["status"] in ("ok",) or row["status"].startswith("MISS")
+        assert row["agree"] == "yes"  # the helper and the textbook version compute the same
+        assert row["status"] == "ok" or row["status"].startswith("MISS "), row["status"]
 
 
 # ------------------------------------------------------------------------------ attention
@@ -235,9 +242,11 @@ def test_slider_bench_times_every_control_of_a_fake_module(fake_widgets):
     assert any("toy.fails" in m for m in table.misses())
     for row in rows:
         assert row["view"] == "toy.toy"
-        assert _positive(row["compute"]) and row["draw"] >= row["compute"] and row["png"] >= row["compute"]
+        # +png is the whole callback; compute is it less a PNG timed alone, so it may round to 0
+        assert _positive(row["png"]) and row["compute"] >= 0
+        assert row["draw"] >= row["compute"] and row["png"] >= row["compute"]
         assert row["draw_p90"] >= row["draw"] and row["png_p90"] >= row["png"]
-        assert row["status"] in ("ok",) or row["status"].startswith("MISS")
+        assert row["status"] == "ok" or row["status"].startswith("MISS "), row["status"]
     calls = importlib.import_module(f"{fake_widgets}.toy").calls
     # the first draw, then per control 3 timed changes and (unless already there) a move back
     assert 1 + 5 * 3 <= len(calls) <= 1 + 5 * 4

@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import torch
 
 from helpers import show_heatmaps
-from helpers.widgets import interactive_figure
+from helpers.widgets import figure_png, interactive_figure
 
 
 def make_view():
@@ -41,12 +41,31 @@ def test_moving_the_slider_redraws_the_same_figure():
 
 def test_every_drawing_is_displayed_in_the_output_area(monkeypatch):
     # A plain ``interactive`` keeps the Figure in .result but shows nothing: a notebook reader
-    # would see bare sliders. Record what the view hands to IPython's display().
-    from ipywidgets.widgets import interaction
+    # would see bare sliders. Record what the view hands to IPython's display(): one PNG of the
+    # figure per drawing, drawn once (the same bytes as figure_png).
+    from IPython.display import Image
+
+    from helpers.widgets import _common
 
     shown = []
-    monkeypatch.setattr(interaction, "display", lambda obj, **kw: shown.append(obj))
+    monkeypatch.setattr(_common, "display", lambda obj, **kw: shown.append(obj))
     view, fig, _ = make_view()
-    assert view.auto_display and shown == [fig]
     view.children[0].value = 3
-    assert shown == [fig, fig]
+    assert len(shown) == 2 and all(isinstance(s, Image) for s in shown)
+    assert shown[-1].data[:8] == b"\x89PNG\r\n\x1a\n" and shown[-1].data == figure_png(fig)
+    assert shown[0].data != shown[1].data  # the slider changed the picture
+
+
+def test_figure_png_draws_once_where_a_tight_bbox_draws_twice(monkeypatch):
+    from IPython.core.pylabtools import print_figure
+
+    fig = show_heatmaps(torch.eye(3))
+    fig.draw_without_rendering()
+    fig.set_layout_engine(None)  # laid out once; no engine left to pre-draw
+    draws = []
+    real = type(fig).draw
+    monkeypatch.setattr(type(fig), "draw", lambda self, r: (draws.append(1), real(self, r))[1])
+    print_figure(fig, "png", bbox_inches="tight")  # what IPython's default display does
+    assert len(draws) == 2
+    png = figure_png(fig)
+    assert png.startswith(b"\x89PNG") and len(draws) == 3

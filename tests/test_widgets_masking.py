@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import ipywidgets as widgets
 import numpy as np
@@ -124,10 +123,8 @@ def test_view_rejects_lengths_of_the_wrong_shape():
         valid_length_view(demo_scores(2, 2, 4), per_query=True, valid_lens=[1, 2])
 
 
-def test_demo_views_are_quick_and_drawn():
-    start = time.process_time()  # CPU time: a busy machine does not make it flaky
+def test_demo_views_are_drawn():  # build time: benchmarks/bench_sliders.py
     views = demo_views()
-    assert time.process_time() - start < 2.0
     assert set(views) == {"valid_lens_per_row", "valid_lens_per_query"}
     for view in views.values():
         assert isinstance(view, widgets.interactive) and view.result is not None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 
 import ipywidgets as widgets
 import numpy as np
@@ -17,6 +16,7 @@ from helpers.widgets.multihead import (
     HEAD_CHOICES, HIDDEN_CHOICES, demo_views, draw_heads, draw_view, example_inputs, head_grid,
     head_weights, heads_view, make_model,
 )
+from tests.conftest import shown_png
 
 
 def formula_weights(model: MultiHeadAttention, queries, keys, valid_len: int) -> torch.Tensor:
@@ -173,14 +173,12 @@ def test_head_grid(H, grid):
     assert head_grid(H) == grid
 
 
-def test_demo_views_build_quickly_and_show_a_figure():
-    start = time.perf_counter()
+def test_demo_views_show_a_figure():  # build time: benchmarks/bench_sliders.py
     views = demo_views()
-    elapsed = time.perf_counter() - start
-    assert set(views) == {"heads"} and elapsed < 2.0
+    assert set(views) == {"heads"}
     view = views["heads"]
     assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
-    assert view.auto_display  # the Figure is shown in the output area, not only kept
+    assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
     assert re.search(r"parameters .* = \d", view.result.get_suptitle())
 
 

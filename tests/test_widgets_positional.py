@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import ipywidgets as widgets
 import numpy as np
@@ -12,6 +11,7 @@ import torch
 from matplotlib.figure import Figure
 
 from helpers.widgets import positional
+from tests.conftest import shown_png
 
 
 def control(view: widgets.interactive, description: str) -> widgets.Widget:
@@ -181,11 +181,9 @@ def test_rotation_matrices_form_a_group():
 
 
 # ---------------------------------------------------------------- the module as a whole
-def test_demo_views_build_quickly_and_show_figures():
-    start = time.perf_counter()
+def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     views = positional.demo_views()
-    assert time.perf_counter() - start < 2.0
     assert set(views) == {"encoding", "rotation"}
     for view in views.values():
         assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
-        assert view.auto_display  # the Figure is shown in the output area, not only kept
+        assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import ipywidgets as widgets
 import numpy as np
@@ -195,10 +194,8 @@ def test_one_hidden_unit_ranks_the_keys_alike_for_every_query():
 
 
 # ---------------------------------------------------------------- the module as a whole
-def test_demo_views_build_quickly_and_show_figures():
-    start = time.process_time()  # CPU time: other processes on the machine do not count
+def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     views = scoring.demo_views()
-    assert time.process_time() - start < 2.0
     assert set(views) == {"scaling", "additive"}
     for view in views.values():
         assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)

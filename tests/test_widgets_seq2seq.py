@@ -3,8 +3,6 @@ both sliders change the drawing."""
 
 from __future__ import annotations
 
-import time
-
 import ipywidgets as widgets
 import numpy as np
 import pytest
@@ -13,6 +11,7 @@ from matplotlib.figure import Figure
 
 from helpers import seq2seq as s
 from helpers.widgets import seq2seq as ws
+from tests.conftest import shown_png
 
 TEXTS = ["3 May 1998", "September 21, 2004", "07.11.1950", "Jan 9, 2011"]
 TARGETS = ["1998-05-03", "2004-09-21", "1950-11-07", "2011-01-09"]
@@ -139,12 +138,10 @@ def test_demo_model_is_seeded_and_leaves_the_global_generator_alone():
     assert not torch.equal(a.decoder.dense.weight, ws.demo_model(4).decoder.dense.weight)
 
 
-def test_demo_views_build_quickly_and_show_figures():
-    start = time.perf_counter()
+def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     views = ws.demo_views()
-    assert time.perf_counter() - start < 2.0
     assert set(views) == {"alignment"}
     view = views["alignment"]
     assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
-    assert view.auto_display  # the Figure is shown in the view's output, not only kept
+    assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
     assert control(view, "example").max == 5 and control(view, "step").max >= 1

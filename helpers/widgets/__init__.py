@@ -4,6 +4,6 @@
 Works with ipywidgets 7.6+ (Colab) and 8.
 """
 
-from ._common import interactive_figure
+from ._common import figure_png, interactive_figure
 
-__all__ = ["interactive_figure"]
+__all__ = ["interactive_figure", "figure_png"]

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
 import ipywidgets as widgets
+from IPython.display import Image, display
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["interactive_figure"]
+__all__ = ["interactive_figure", "figure_png"]
+
+
+def figure_png(fig: Figure) -> bytes:
+    """``fig`` as PNG bytes, drawn once.
+
+    IPython's default display of a Figure uses ``bbox_inches="tight"``, which draws the figure
+    twice (once to measure it); the views lay their figures out themselves, so once is enough.
+    """
+    if not isinstance(fig.canvas, FigureCanvasAgg):  # a Figure made without pyplot
+        FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
 
 
 def interactive_figure(
@@ -16,12 +32,18 @@ def interactive_figure(
     """Wrap ``draw(**values) -> Figure`` in ``ipywidgets.interactive``.
 
     Moving a control calls ``draw`` with every control's value; the returned Figure is shown
-    in the output area (fixed ``height`` so the page does not jump) and kept in ``.result``,
-    which is what tests inspect. ``draw`` should redraw into one Figure it keeps, not make a
-    new one per call. The first drawing happens at once, so ``.result`` is never None.
+    in the output area as one PNG (``figure_png``; fixed ``height`` so the page does not jump)
+    and kept in ``.result``, which is what tests inspect. ``draw`` should redraw into one
+    Figure it keeps, not make a new one per call. The first drawing happens at once, so
+    ``.result`` is never None. Works with ipywidgets 7 (Colab) and 8.
     """
-    # auto_display: plain ``interactive`` keeps the returned Figure without showing it (7 and 8).
-    view = widgets.interactive(draw, {"auto_display": True}, **controls)
+
+    def show(**values: object) -> Figure:
+        fig = draw(**values)
+        display(Image(data=figure_png(fig), format="png"))  # into the view's Output
+        return fig
+
+    view = widgets.interactive(show, **controls)
     view.out.layout.min_height = height
     if view.result is None:  # ipywidgets releases differ on whether the constructor draws
         view.update()
