@@ -131,6 +131,32 @@ def test_repository_url_is_written_only_in_pyproject(tmp_path):
     assert not wrong, f"README.md links to {wrong}, not {REPO_PATH} (pyproject.toml)"
 
 
+# ------------------------------------------------------------------- Chinese terms
+
+# The terms of the seed notes (shared/seeds) that each notebook introduces, written beside the
+# English at first use as "attention pooling（注意力汇聚）".
+ZH_TERMS = {
+    "01": ["查询", "键", "值", "注意力提示", "注意力汇聚"],
+    "02": ["注意力汇聚", "平均汇聚", "核回归", "核函数", "高斯核", "带宽", "过拟合"],
+    "03": ["批量矩阵乘法", "掩蔽softmax操作", "有效长度", "填充"],
+    "04": ["注意力评分函数", "加性注意力", "缩放点积注意力"],
+    "05": ["编码器", "解码器", "门控循环单元", "双向", "注意力"],
+    "06": ["多头注意力"],
+    "07": ["自注意力", "位置编码", "卷积神经网络", "循环神经网络", "计算复杂度", "顺序操作",
+           "最大路径长度", "位置嵌入矩阵", "频率", "绝对位置信息", "相对位置信息"],
+}
+
+
+def test_key_terms_carry_their_chinese_names(path, nb):
+    number = path.name[:2]
+    assert number in ZH_TERMS, f"{path.name}: add its key terms to ZH_TERMS"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    glossed = "".join(re.findall(r"（([^（）]+)）", markdown))  # text inside full-width brackets
+    missing = [t for t in ZH_TERMS[number] if t not in glossed]
+    assert not missing, f"{path.name}: no （term） beside the English for {missing}"
+    assert "遮蔽" not in markdown, f"{path.name}: the seeds' term is 掩蔽, not 遮蔽"
+
+
 # ---------------------------------------------------------------- name, title, Colab
 
 
