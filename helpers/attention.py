@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_floating, check_mask, check_positive_int, check_rank, check_size
-from .masking import ValidLens, empty_rows, lens_mask, softmax_owned
+from .masking import ValidLens, empty_rows, lens_hidden, softmax_owned
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
 
@@ -41,26 +41,29 @@ def scaled_dot_product(
         scores_shape = (*torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]),
                         queries.shape[-2], keys.shape[-2])
         check_mask("mask", mask, scores_shape, "(..., Q, K)")
-    return attend(queries, keys, values, mask, None if mask is None else empty_rows(mask),
+    return attend(queries, keys, values, None if mask is None else ~mask,
+                  None if mask is None else empty_rows(mask),
                   dropout_p=dropout_p, need_weights=need_weights)
 
 
 def attend(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None,
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, hidden: torch.Tensor | None,
     empty: torch.Tensor | None, *, dropout_p: float, need_weights: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``scaled_dot_product`` without the checks; ``empty`` marks (..., Q, 1) rows where no key
-    takes part (None: there are none), as ``lens_mask`` or ``empty_rows`` give it."""
+    """``scaled_dot_product`` without the checks, for the helpers' own callers. ``hidden`` is
+    the inverse mask (True = masked *out*, as ``lens_hidden`` builds it); ``empty`` marks
+    (..., Q, 1) rows where no key takes part (None: there are none)."""
     if need_weights:
         scale = 1.0 / math.sqrt(queries.shape[-1])
         scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., Q, K): scaled on the Q side
-        weights = softmax_owned(scores, mask, empty)
+        weights = softmax_owned(scores, hidden, empty)
         dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
         return dropped @ values, weights  # (..., Q, V)
     if queries.dim() == keys.dim() == values.dim() == 3:  # fused kernels need (B, H, T, size)
-        one_head = [None if t is None else t.unsqueeze(-3) for t in (queries, keys, values, mask, empty)]
+        one_head = [None if t is None else t.unsqueeze(-3) for t in (queries, keys, values, hidden, empty)]
         out, _ = attend(*one_head, dropout_p=dropout_p, need_weights=False)  # (B, 1, Q, V)
         return out.squeeze(-3), None
+    mask = None if hidden is None else ~hidden  # SDPA's convention: True = takes part
     out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
     if empty is not None:
         out = out.masked_fill(empty, 0.0)  # rows with nothing to see (SDPA leaves them NaN)
@@ -86,12 +89,12 @@ class DotProductAttention(nn.Module):
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=True)
         B, Q, _ = queries.shape
-        mask = empty = None
+        hidden = empty = None
         if valid_lens is not None:
-            mask, empty = lens_mask(valid_lens, B, Q, keys.shape[1], queries.device)
+            hidden, empty = lens_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
         p = self.dropout.p if self.training else 0.0
         out, self.attention_weights = attend(
-            queries, keys, values, mask, empty, dropout_p=p, need_weights=need_weights)
+            queries, keys, values, hidden, empty, dropout_p=p, need_weights=need_weights)
         return out
 
 
@@ -128,10 +131,10 @@ class AdditiveAttention(nn.Module):
         check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
         check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
         B, Q, _ = queries.shape
-        mask = empty = None
+        hidden = empty = None
         if valid_lens is not None:
-            mask, empty = lens_mask(valid_lens, B, Q, keys.shape[1], queries.device)
-        self.attention_weights = softmax_owned(self.get_scores(queries, keys), mask, empty)
+            hidden, empty = lens_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
+        self.attention_weights = softmax_owned(self.get_scores(queries, keys), hidden, empty)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)
 
 

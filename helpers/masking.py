@@ -27,11 +27,12 @@ def _as_lens(valid_lens: torch.Tensor | Sequence[int], device: torch.device) -> 
     return valid_lens.to(device=device, dtype=torch.long)
 
 
-def lens_mask(
+def lens_hidden(
     valid_lens: torch.Tensor | Sequence[int], batch: int, queries: int, keys: int,
     device: torch.device | str = "cpu",
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(mask, empty)``: the mask of ``valid_lens_to_mask`` and the rows with nothing to see.
+    """``(hidden, empty)``: the *opposite* of ``valid_lens_to_mask`` (True = masked out, the
+    form the fills need, built directly rather than inverted) and the rows with nothing to see.
 
     ``empty`` is a boolean (B, 1 or Q, 1), True where the valid length is 0, or None when no
     length is 0 (the common case: nothing to zero afterwards).
@@ -53,8 +54,8 @@ def lens_mask(
                 f"valid_lens must lie in [0, K] = [0, {keys}], got values from {lo} to {hi}"
             )
     positions = torch.arange(keys, device=lens.device)  # (K,)
-    mask = positions < lens[..., None]  # (B, 1 or Q, K)
-    return mask, ((lens == 0)[..., None] if lo == 0 else None)  # (B, 1 or Q, 1)
+    hidden = positions >= lens[..., None]  # (B, 1 or Q, K)
+    return hidden, ((lens == 0)[..., None] if lo == 0 else None)  # (B, 1 or Q, 1)
 
 
 def valid_lens_to_mask(
@@ -67,7 +68,7 @@ def valid_lens_to_mask(
     Returns (B, 1, K) for (B,) and (B, Q, K) for (B, Q): it broadcasts against (B, Q, K).
     Raises ValueError for a wrong shape, a float dtype, or a length outside [0, K].
     """
-    return lens_mask(valid_lens, batch, queries, keys, device)[0]
+    return ~lens_hidden(valid_lens, batch, queries, keys, device)[0]
 
 
 def sequence_mask(
@@ -83,8 +84,8 @@ def sequence_mask(
         raise ValueError(f"X must have shape (B, T) or (B, Q, K), got {shape}")
     squeeze = X.dim() == 2
     X3 = X[:, None, :] if squeeze else X  # (B, Q, K), a view: nothing is written
-    mask = valid_lens_to_mask(valid_len, X3.shape[0], X3.shape[1], X3.shape[2], X.device)
-    out = X3.masked_fill(~mask, value)  # new tensor
+    hidden, _ = lens_hidden(valid_len, X3.shape[0], X3.shape[1], X3.shape[2], X.device)
+    out = X3.masked_fill(hidden, value)  # new tensor
     return out[:, 0, :] if squeeze else out
 
 
@@ -95,20 +96,20 @@ def empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
 
 
 def softmax_owned(
-    scores: torch.Tensor, mask: torch.Tensor | None, empty: torch.Tensor | None
+    scores: torch.Tensor, hidden: torch.Tensor | None, empty: torch.Tensor | None
 ) -> torch.Tensor:
     """The masked softmax over the last axis, computed *in* ``scores`` when no gradient is needed.
 
     Only for tensors the caller made itself (a fresh ``Q Kᵀ``): it may be overwritten.
-    ``mask`` (True = takes part) broadcasts against ``scores``; ``empty`` marks rows where
-    nothing takes part (see ``lens_mask`` / ``empty_rows``), or None when there are none.
+    ``hidden`` (True = masked *out*) broadcasts against ``scores``; ``empty`` marks rows where
+    nothing takes part (see ``lens_hidden`` / ``empty_rows``), or None when there are none.
     Filled with ``finfo.min``, a masked entry comes out of the softmax as exactly 0 whenever its
     row has any entry taking part, so only the ``empty`` rows need zeroing afterwards.
     Half-precision softmax accumulates in float32 inside PyTorch's kernels.
     """
     grad = scores.requires_grad
-    if mask is not None:
-        scores = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+    if hidden is not None:
+        scores = scores.masked_fill_(hidden, torch.finfo(scores.dtype).min)
     weights = F.softmax(scores, dim=-1) if grad else torch.softmax(scores, dim=-1, out=scores)
     if empty is not None:  # out of place under autograd: softmax's backward needs its output
         weights = weights.masked_fill(empty, 0.0) if grad else weights.masked_fill_(empty, 0.0)
@@ -144,5 +145,5 @@ def masked_softmax(X: torch.Tensor, valid_lens: ValidLens = None) -> torch.Tenso
     if valid_lens is None:
         return F.softmax(X, dim=-1)
     B, Q, K = X.shape
-    mask, empty = lens_mask(valid_lens, B, Q, K, X.device)
-    return softmax_owned(X.masked_fill(~mask, torch.finfo(X.dtype).min), None, empty)
+    hidden, empty = lens_hidden(valid_lens, B, Q, K, X.device)
+    return softmax_owned(X.masked_fill(hidden, torch.finfo(X.dtype).min), None, empty)

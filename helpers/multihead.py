@@ -12,7 +12,7 @@ from torch import nn
 
 from .attention import attend, check_qkv
 from .checks import check_positive_int, check_rank, check_size
-from .masking import ValidLens, lens_mask
+from .masking import ValidLens, lens_hidden
 
 __all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output"]
 
@@ -78,15 +78,15 @@ class MultiHeadAttention(nn.Module):
                                ("values", self.W_v, values)):
             check_size(f"feature size of {name}", layer.in_features, x.shape[-1])
         B, Q, _ = queries.shape
-        mask = empty = None
+        hidden = empty = None
         if valid_lens is not None:
-            mask, empty = lens_mask(valid_lens, B, Q, keys.shape[1], queries.device)
-            mask = mask.unsqueeze(1)  # (B, 1, 1 or Q, K): the same mask for every head
+            hidden, empty = lens_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
+            hidden = hidden.unsqueeze(1)  # (B, 1, 1 or Q, K): the same mask for every head
             empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
         k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K, N/H)
         v = transpose_qkv(self.W_v(values), self.num_heads)  # (B, H, K, N/H)
         p = self.dropout if self.training else 0.0
         out, self.attention_weights = attend(
-            q, k, v, mask, empty, dropout_p=p, need_weights=need_weights)  # (B, H, Q, N/H)
+            q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)
