@@ -50,8 +50,11 @@ test-notebooks: install
 test-browser: install
 	$(PY) -m pytest tests/browser -q -rs
 
+# Benchmarks print tables of medians and ratios; `make bench BENCH_ARGS=--write-results` also
+# writes them to benchmarks/RESULTS.md (see `python -m benchmarks --help` for the options).
+BENCH_ARGS ?=
 bench: install
-	$(PY) -m benchmarks
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 # Re-execute every notebook in place, storing outputs and widget state (run after editing).
 notebooks: install

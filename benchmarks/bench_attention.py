@@ -236,7 +236,7 @@ def bench_dot_product(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], 
         f"DotProductAttention (B·H, L, D), need_weights=False ({dev})",
         common + [Col("sdpa4", "SDPA 4-D", "time"), Col("x_sdpa4", "×4-D", "ratio", width=6),
                   Col("sdpa3", "SDPA 3-D", "time"), Col("x_sdpa3", "×3-D", "ratio", width=6),
-                  Col("backend", "backend: helper's call | 4-D", width=40),
+                  Col("backend", "backend: 3-D | 4-D = the helper's call", width=40),
                   Col("agree", "agree", width=5),
                   Col("status", f"target ≤{TARGET_WITHOUT_WEIGHTS:.2f}× 4-D", width=13)],
         short=f"DotProductAttention without weights ({dev})", echo=echo)
@@ -265,8 +265,9 @@ def bench_dot_product(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], 
                  status=verdict(_ratio(t, "helper", "sdpa4"), TARGET_WITHOUT_WEIGHTS))
             del q, k, v, q4, k4, v4, out
     without.note("SDPA 4-D = F.scaled_dot_product_attention on (B·H, 1, L, D) views of the same "
-                 "tensors; SDPA 3-D = the very call the helper makes. PyTorch's fused kernels "
-                 "need 4-D inputs: on 3-D ones SDPA falls back to its math path. The references "
+                 "tensors, which is what the helper calls; SDPA 3-D = SDPA on the (B·H, L, D) "
+                 "tensors as given. PyTorch's fused kernels need 4-D inputs: on 3-D ones SDPA "
+                 "falls back to its math path. The references "
                  "build their masks from the valid lengths inside the timed call, as the helper does.")
     if heavy:
         without.note(f"{', '.join(heavy)}: 3 repeats after 1 warm-up, SDPA 3-D not timed (—).")
