@@ -142,11 +142,6 @@ def change_plan(control: widgets.Widget, n: int) -> list[tuple[str, object]]:
     return plan
 
 
-def _png(fig: Figure) -> bytes:
-    """The PNG a view sends to the browser (``helpers.widgets.figure_png``: drawn once)."""
-    return figure_png(fig)
-
-
 def _agg(fig: Figure) -> FigureCanvasAgg:
     """An Agg canvas for ``fig``: a Figure made without pyplot has a FigureCanvasBase, whose
     ``draw()`` does nothing at all, so timing it would measure nothing."""
@@ -211,7 +206,7 @@ def time_control(view: widgets.interactive, control: widgets.Widget, *, changes:
                 break
             _agg(fig).draw()
             t2 = time.perf_counter()
-            _png(fig)
+            figure_png(fig)  # the PNG the view sends, timed alone
             t3 = time.perf_counter()
             if i >= warmup:
                 work = max((t1 - t0) - (t3 - t2), 0.0)  # the callback less its PNG
