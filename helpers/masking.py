@@ -104,7 +104,9 @@ def softmax_owned(
     ``hidden`` (True = masked *out*) broadcasts against ``scores``; ``empty`` marks rows where
     nothing takes part (see ``lens_hidden`` / ``empty_rows``), or None when there are none.
     Filled with ``finfo.min``, a masked entry comes out of the softmax as exactly 0 whenever its
-    row has any entry taking part, so only the ``empty`` rows need zeroing afterwards.
+    row has an entry taking part with a score above ``finfo.min`` (so not if every such score
+    has overflowed to -inf), and only the ``empty`` rows need zeroing afterwards. ``-inf``
+    would not do: an empty row would be NaN, and so would its gradient.
     Half-precision softmax accumulates in float32 inside PyTorch's kernels.
     """
     grad = scores.requires_grad
