@@ -12,7 +12,7 @@ from .kernel_regression import (
 )
 from .masking import masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask
 from .multihead import MultiHeadAttention, transpose_output, transpose_qkv
-from .plotting import show_heatmaps, to_numpy
+from .plotting import set_theme, show_heatmaps, to_numpy
 from .positional import PositionalEncoding, sinusoidal_table
 
 __all__ = [
@@ -22,6 +22,6 @@ __all__ = [
     "nadaraya_watson", "target_function",
     "masked_softmax", "sequence_mask", "softmax_with_mask", "valid_lens_to_mask",
     "MultiHeadAttention", "transpose_output", "transpose_qkv",
-    "show_heatmaps", "to_numpy",
+    "set_theme", "show_heatmaps", "to_numpy",
     "PositionalEncoding", "sinusoidal_table",
 ]

@@ -7,7 +7,10 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from helpers import show_heatmaps
+from matplotlib.colors import to_rgba
+
+from helpers import set_theme, show_heatmaps, to_numpy
+from helpers.plotting import MASKED_COLOR, NAN_COLOR
 
 
 @pytest.mark.parametrize("shape, panels", [((4, 6), 1), ((3, 4, 6), 3), ((2, 3, 4, 6), 6)])
@@ -65,3 +68,63 @@ def test_input_not_modified():
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         show_heatmaps(**kwargs)
+
+
+def test_nan_cells_are_magenta_not_grey_and_the_legend_says_so():
+    w = torch.tensor([[0.5, float("nan"), 0.5], [0.2, 0.3, 0.5]])
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    fig = show_heatmaps(w, mask=mask)
+    ax = fig.axes[0]
+    base, layer = ax.images  # the values, then the NaN layer on top
+    assert np.array_equal(np.ma.getmaskarray(base.get_array()), [[0, 1, 0], [0, 0, 1]])
+    rgba = np.asarray(layer.get_array())
+    expected = np.zeros((2, 3), dtype=bool)
+    expected[0, 1] = True  # only the NaN cell is coloured; the masked cell stays see-through
+    assert np.array_equal(rgba[..., 3] > 0, expected)
+    assert tuple(rgba[0, 1, :3]) == tuple(to_rgba(NAN_COLOR)[:3]) != tuple(to_rgba(MASKED_COLOR)[:3])
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert labels == ["NaN", "masked"]
+
+
+def test_no_nan_no_legend_and_no_extra_layer():
+    fig = show_heatmaps(torch.rand(2, 3), mask=torch.tensor([[True, False, True]]))
+    assert len(fig.axes[0].images) == 1 and not fig.legends
+
+
+def test_a_masked_nan_is_just_masked():
+    w = torch.tensor([[0.5, float("nan")]])
+    fig = show_heatmaps(w, mask=torch.tensor([[True, False]]))
+    assert len(fig.axes[0].images) == 1 and not fig.legends
+
+
+def test_annot_writes_each_shown_value_in_its_cell():
+    w = torch.tensor([[0.25, 0.75], [1.0, 0.0]])
+    fig = show_heatmaps(w, mask=torch.tensor([[True, True], [True, False]]), annot=True)
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+             for t in fig.axes[0].texts}
+    assert texts == {(0, 0): "0.25", (0, 1): "0.75", (1, 0): "1.00"}  # the masked cell: none
+    dark, light = (next(t for t in fig.axes[0].texts if t.get_text() == v) for v in ("1.00", "0.25"))
+    assert dark.get_color() == "white" and light.get_color() == "black"
+    fig = show_heatmaps(w, annot=".1f")
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == ["0.0", "0.2", "0.8", "1.0"]
+
+
+def test_to_numpy_is_a_copy(device):
+    for x in (torch.arange(4.0, device=device), torch.ones(3, dtype=torch.bfloat16, device=device)):
+        before = x.clone()
+        arr = to_numpy(x)
+        arr[0] = 42.0
+        assert torch.equal(x, before)
+    array = np.zeros(3)
+    to_numpy(array)[0] = 1.0
+    assert array[0] == 0.0
+
+
+def test_set_theme_gives_one_look():
+    import matplotlib as mpl
+
+    with mpl.rc_context():
+        set_theme()
+        assert mpl.rcParams["axes.grid"] is False  # no grid lines over heatmap cells
+        assert mpl.rcParams["figure.dpi"] == 100
+        assert mpl.rcParams["xtick.major.size"] > 0  # the "ticks" style
