@@ -11,10 +11,15 @@
 * Widget cells: exactly the cells that display a widget carry ``# NBVAL_IGNORE_OUTPUT``; the
   widget state is stored in the notebook's metadata, and every ``interactive`` view stores the
   figure it showed (as ``jupyter nbconvert --execute`` does when the view displays it).
-* The first code cell after the Colab cell seeds (``h.set_seed(``); the notebook ends with an
-  "Exercises" section of 3 or more exercises; from notebook 02 on, 3 or more of them have a
-  check cell (``answer_n = None``, ``def check_n(...)``, ``print(check_n(answer_n))``) whose
-  stored output is only "not answered yet" — the stored notebook gives no answer away.
+* The first code cell after the Colab cell seeds (``h.set_seed(``) and sets the series' one
+  theme (``h.set_theme()``); the notebook ends with an "Exercises" section of 3 or more
+  exercises, then a "Solutions" section; from notebook 02 on, 3 or more exercises have a check
+  cell (``answer_n = None``, ``def check_n(...)``, ``print(check_n(answer_n))``) whose stored
+  output is only "not answered yet" — the stored notebook gives no answer away. An exercise
+  without a check cell says "(no check)".
+* Solutions: collapsed code cells (``jupyter.source_hidden`` in JupyterLab, a ``#@title`` form
+  in Colab), one per checked exercise at least, each printing ``check_n(solution)``; nbval
+  re-runs them, so the stored "correct" proves that every check accepts its own solution.
 
 ``ATTN_NOTEBOOKS_DIR=/some/dir`` (developers only) checks that directory's notebooks instead.
 """
@@ -144,6 +149,9 @@ ZH_TERMS = {
     "06": ["多头注意力"],
     "07": ["自注意力", "位置编码", "卷积神经网络", "循环神经网络", "计算复杂度", "顺序操作",
            "最大路径长度", "位置嵌入矩阵", "频率", "绝对位置信息", "相对位置信息"],
+    "08": ["因果掩码", "残差连接", "层规范化", "前馈网络", "归纳头"],
+    "09": ["在线softmax", "分块", "键值缓存", "分组查询注意力"],
+    "10": ["旋转位置编码", "相对位置", "外推"],
 }
 
 
@@ -327,23 +335,85 @@ def test_first_code_cell_after_colab_cell_seeds(path, nb):
     setup = _setup_index(nb)
     first = next((c for c in nb.cells[setup + 1:] if c.cell_type == "code"), None)
     assert first is not None, f"{path.name}: no code cell after the Colab cell"
-    for needed in ("%matplotlib inline", "import helpers as h", "h.set_seed("):
+    for needed in ("%matplotlib inline", "import helpers as h", "h.set_seed(", "h.set_theme()"):
         assert needed in first.source, f"{path.name}: the first code cell lacks {needed!r}"
 
 
-def test_ends_with_exercises(path, nb):
-    headings = [
+def _headings(nb) -> list[tuple[int, str]]:
+    """(cell index, text) of every '## ' heading."""
+    return [
         (i, line.strip()) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
         for line in c.source.splitlines() if re.match(r"^##\s", line)
     ]
-    assert headings and headings[-1][1] == "## Exercises", (
-        f"{path.name}: the last section must be '## Exercises', got {headings[-1:]}"
-    )
-    start = headings[-1][0]
-    text = "\n".join(c.source for c in nb.cells[start:] if c.cell_type == "markdown")
+
+
+def _exercises_text(nb) -> str:
+    """The markdown of the Exercises section, up to the Solutions."""
+    headings = _headings(nb)
+    start = next(i for i, text in headings if text == "## Exercises")
+    end = next((i for i, text in headings if text == "## Solutions"), len(nb.cells))
+    text = "\n".join(c.source for c in nb.cells[start:end] if c.cell_type == "markdown")
     text = text[text.index("## Exercises"):]
-    exercises = re.findall(r"^(?:\d+\.|###)\s", text, flags=re.M)
+    return text.split("## Solutions")[0]
+
+
+def test_ends_with_exercises_then_solutions(path, nb):
+    headings = [text for _, text in _headings(nb)]
+    assert headings[-2:] == ["## Exercises", "## Solutions"], (
+        f"{path.name}: the last two sections must be '## Exercises' and '## Solutions', "
+        f"got {headings[-2:]}"
+    )
+    exercises = re.findall(r"^(?:\d+\.|###)\s", _exercises_text(nb), flags=re.M)
     assert len(exercises) >= 3, f"{path.name}: {len(exercises)} exercises, want 3 or more"
+
+
+def _exercise_items(nb) -> dict[int, str]:
+    """Exercise number → its text (numbered items '1. ...' of the Exercises section)."""
+    text = _exercises_text(nb)
+    parts = re.split(r"^(\d+)\.\s", text, flags=re.M)
+    return {int(n): body for n, body in zip(parts[1::2], parts[2::2])}
+
+
+def test_exercises_without_a_check_say_so(path, nb):
+    checked = {int(check.split("_")[1]) for _, check, _ in _exercise_check_cells(nb)}
+    silent = [n for n, body in _exercise_items(nb).items()
+              if n not in checked and "(no check)" not in body]
+    assert not silent, (
+        f"{path.name}: exercises {silent} have no check cell and do not say '(no check)'"
+    )
+
+
+def _solution_cells(nb) -> list:
+    start = next((i for i, text in _headings(nb) if text == "## Solutions"), len(nb.cells))
+    return [c for c in nb.cells[start:] if c.cell_type == "code"]
+
+
+def test_solutions_are_collapsed_and_pass_their_checks(path, nb):
+    cells = _solution_cells(nb)
+    assert cells, f"{path.name}: the Solutions section has no code cell"
+    for cell in cells:
+        first = cell.source.lstrip().splitlines()[0] if cell.source.strip() else ""
+        assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
+            f"{path.name}: solution cell {first!r} is not collapsed (metadata.jupyter.source_hidden)"
+        )
+        assert cell.metadata.get("cellView") == "form" and re.match(r"#\s?@title\s", first), (
+            f"{path.name}: solution cell {first!r} needs a '#@title ...' first line and "
+            "metadata.cellView = 'form' (collapsed in Colab)"
+        )
+    solved = set()
+    for cell in cells:
+        first = cell.source.lstrip().splitlines()[0]
+        printed = re.findall(r"print\((?:.*,\s*)?(check_\d+)\(", cell.source)
+        solved.update(printed)
+        outputs = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+        assert "not quite" not in outputs and "not answered" not in outputs, (
+            f"{path.name}: a solution cell fails its own check: {outputs!r}"
+        )
+        assert outputs.count("correct") >= len(printed), (
+            f"{path.name}: solution cell {first!r} prints {printed} but not 'correct': {outputs!r}"
+        )
+    checks = {check for _, check, _ in _exercise_check_cells(nb)}
+    assert checks <= solved, f"{path.name}: no solution cell prints {sorted(checks - solved)}"
 
 
 # A check cell: ``answer_2 = None`` (or ``nearest_neighbour = None``), ``def check_2(...)``,
