@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_floating, check_mask, check_positive_int, check_rank, check_size
-from .masking import ValidLens, empty_rows, lens_hidden, softmax_owned
+from .masking import ValidLens, attention_hidden, empty_rows, softmax_owned
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
 
@@ -48,11 +48,15 @@ def scaled_dot_product(
 
 def attend(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, hidden: torch.Tensor | None,
-    empty: torch.Tensor | None, *, dropout_p: float, need_weights: bool,
+    empty: torch.Tensor | None, *, dropout_p: float, need_weights: bool, is_causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``scaled_dot_product`` without the checks, for the helpers' own callers. ``hidden`` is
     the inverse mask (True = masked *out*, as ``lens_hidden`` builds it); ``empty`` marks
-    (..., Q, 1) rows where no key takes part (None: there are none)."""
+    (..., Q, 1) rows where no key takes part (None: there are none). ``is_causal`` (only with
+    Q = K, ``hidden`` None and no weights) hands SDPA its own causal flag, so that the fused
+    kernels that take no mask (flash attention on a GPU) can run."""
+    if is_causal and (need_weights or hidden is not None or queries.shape[-2] != keys.shape[-2]):
+        raise ValueError("is_causal needs Q = K, no other mask and need_weights=False")
     if need_weights:
         scale = 1.0 / math.sqrt(queries.shape[-1])
         scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., Q, K): scaled on the Q side
@@ -61,10 +65,12 @@ def attend(
         return dropped @ values, weights  # (..., Q, V)
     if queries.dim() == keys.dim() == values.dim() == 3:  # fused kernels need (B, H, T, size)
         one_head = [None if t is None else t.unsqueeze(-3) for t in (queries, keys, values, hidden, empty)]
-        out, _ = attend(*one_head, dropout_p=dropout_p, need_weights=False)  # (B, 1, Q, V)
+        out, _ = attend(*one_head, dropout_p=dropout_p, need_weights=False,
+                        is_causal=is_causal)  # (B, 1, Q, V)
         return out.squeeze(-3), None
     mask = None if hidden is None else ~hidden  # SDPA's convention: True = takes part
-    out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
+    out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
+                                         is_causal=is_causal)
     if empty is not None:
         out = out.masked_fill(empty, 0.0)  # rows with nothing to see (SDPA leaves them NaN)
     return out, None
@@ -74,6 +80,8 @@ class DotProductAttention(nn.Module):
     """Scaled dot-product attention (缩放点积注意力): queries and keys share the size D.
 
     ``forward(queries (B, Q, D), keys (B, K, D), values (B, K, V), valid_lens=None)`` → (B, Q, V).
+    With ``causal=True`` a key also takes part only if it is not in the query's future
+    (``causal_mask``: lower-right aligned, so Q < K works with cached keys).
     The weights of the last call are kept in ``attention_weights`` (B, Q, K), or None when
     called with ``need_weights=False`` (then PyTorch's fused SDPA does the work).
     """
@@ -85,16 +93,18 @@ class DotProductAttention(nn.Module):
 
     def forward(
         self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-        valid_lens: ValidLens = None, *, need_weights: bool = True,
+        valid_lens: ValidLens = None, *, need_weights: bool = True, causal: bool = False,
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=True)
         B, Q, _ = queries.shape
-        hidden = empty = None
-        if valid_lens is not None:
-            hidden, empty = lens_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
+        K = keys.shape[1]
+        is_causal = causal and valid_lens is None and Q == K and not need_weights
+        hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
+                                         causal=causal and not is_causal)
         p = self.dropout.p if self.training else 0.0
         out, self.attention_weights = attend(
-            queries, keys, values, hidden, empty, dropout_p=p, need_weights=need_weights)
+            queries, keys, values, hidden, empty, dropout_p=p, need_weights=need_weights,
+            is_causal=is_causal)
         return out
 
 
@@ -131,9 +141,7 @@ class AdditiveAttention(nn.Module):
         check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
         check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
         B, Q, _ = queries.shape
-        hidden = empty = None
-        if valid_lens is not None:
-            hidden, empty = lens_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
+        hidden, empty = attention_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
         self.attention_weights = softmax_owned(self.get_scores(queries, keys), hidden, empty)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)
 

@@ -12,9 +12,11 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from .checks import check_floating, check_mask, check_rank
+from .checks import check_floating, check_mask, check_positive_int, check_rank
 
-__all__ = ["valid_lens_to_mask", "sequence_mask", "masked_softmax", "softmax_with_mask"]
+__all__ = [
+    "valid_lens_to_mask", "sequence_mask", "masked_softmax", "softmax_with_mask", "causal_mask",
+]
 
 ValidLens = torch.Tensor | Sequence[int] | None
 
@@ -149,3 +151,42 @@ def masked_softmax(X: torch.Tensor, valid_lens: ValidLens = None) -> torch.Tenso
     B, Q, K = X.shape
     hidden, empty = lens_hidden(valid_lens, B, Q, K, X.device)
     return softmax_owned(X.masked_fill(hidden, torch.finfo(X.dtype).min), None, empty)
+
+
+def causal_mask(
+    num_queries: int, num_keys: int, device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Boolean (Q, K) mask of causal attention (因果掩码), ``True`` = takes part, aligned
+    **lower-right**: the Q queries are the *last* Q of the K positions, so query i sits at
+    position K − Q + i and sees the keys j ≤ K − Q + i. With Q = K that is the usual lower
+    triangle; with Q < K (new tokens against a KV cache) each new query sees every cached key;
+    with Q > K the first Q − K queries see nothing (the helpers give them all-zero weights).
+
+    ``F.scaled_dot_product_attention(is_causal=True)`` aligns the triangle **top-left**
+    instead (query i sees keys j ≤ i): the same when Q = K, different when Q ≠ K
+    (``torch.nn.attention.bias.causal_lower_right`` is PyTorch's lower-right variant).
+    """
+    check_positive_int("num_queries", num_queries)
+    check_positive_int("num_keys", num_keys)
+    queries = torch.arange(num_queries, device=device)[:, None]  # (Q, 1)
+    keys = torch.arange(num_keys, device=device)[None, :]  # (1, K)
+    return keys <= queries + (num_keys - num_queries)  # (Q, K)
+
+
+def attention_hidden(
+    valid_lens: ValidLens, batch: int, queries: int, keys: int, device: torch.device,
+    *, causal: bool = False,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(hidden, empty)`` for valid lengths and/or the causal mask together: a key is hidden
+    (True = masked *out*) when it lies past the valid length **or** in the query's future.
+    ``hidden`` is (B, 1 or Q, K), (Q, K) or None (nothing hidden); ``empty`` as in
+    ``lens_hidden``: (..., Q, 1) rows where every key is hidden, or None when there are none."""
+    hidden = empty = None
+    if valid_lens is not None:
+        hidden, empty = lens_hidden(valid_lens, batch, queries, keys, device)
+    if causal and queries > 1:  # (one query, the last position, sees every key)
+        future = ~causal_mask(queries, keys, device)  # (Q, K)
+        hidden = future if hidden is None else hidden | future  # (B, Q, K) or (Q, K)
+        empty = hidden.all(dim=-1, keepdim=True)  # (..., Q, 1)
+        empty = empty if bool(empty.any()) else None
+    return hidden, empty
