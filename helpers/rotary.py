@@ -1,0 +1,68 @@
+"""Rotary position embedding (旋转位置编码, RoPE): rotate queries and keys by their positions.
+
+Legend: T positions, D feature size (even), D/2 pairs of features, each pair a 2-D plane.
+Pair i turns by the angle p·θ_i at position p, with θ_i = base^(−2i/D): after rotating q at
+position m and k at position n, q·k depends on the offset m − n only (相对位置).
+Two layouts pair the features differently: half-split (i, i + D/2), as in the GPT-NeoX and
+LLaMA code, and interleaved (2i, 2i + 1), as in the RoFormer paper.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .checks import check_floating
+
+__all__ = ["apply_rotary", "rotary_angles"]
+
+
+def rotary_angles(
+    positions: torch.Tensor, size: int, *, base: float = 10000.0, dtype: torch.dtype = torch.float64,
+) -> torch.Tensor:
+    """The angles p·θ_i, (T, D/2), for integer ``positions`` (T,) and an even feature ``size`` D,
+    computed in ``dtype`` (float64 by default; float32 where the device has no float64)."""
+    i = torch.arange(size // 2, device=positions.device, dtype=dtype)  # (D/2,)
+    theta = torch.pow(torch.tensor(base, dtype=dtype, device=positions.device), -2.0 * i / size)
+    return positions.to(dtype)[:, None] * theta[None, :]  # (T, D/2)
+
+
+def apply_rotary(
+    x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
+    interleaved: bool = False,
+) -> torch.Tensor:
+    """Rotate every pair of features of ``x`` (..., T, D) by its position's angle.
+
+    ``positions``: integer (T,), default ``arange(T)``. ``interleaved=False`` pairs feature i
+    with i + D/2 (half-split), ``True`` pairs 2i with 2i + 1. Returns a new tensor in x's dtype
+    (the angles and the rotation are computed in float64 for float64 input, else float32 —
+    never in half precision); ``x`` is not modified. Raises ValueError for an odd D, a
+    non-floating ``x``, positions of the wrong shape or dtype, or a base ≤ 1.
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() < 2:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must be a tensor of shape (..., T, D), got {got}")
+    check_floating("x", x)
+    T, D = x.shape[-2:]
+    if D % 2:
+        raise ValueError(f"the feature size D must be even (pairs of features rotate), got D={D}")
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not 1.0 < float(base) < float("inf"):
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    if positions is None:
+        positions = torch.arange(T, device=x.device)
+    elif not isinstance(positions, torch.Tensor) or positions.shape != (T,):
+        got = tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__
+        raise ValueError(f"positions must have shape (T,) = ({T},), got {got}")
+    elif positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
+        raise ValueError(f"positions must hold integers, got dtype {positions.dtype}")
+    work = torch.float64 if x.dtype == torch.float64 else torch.float32
+    angles = rotary_angles(positions.to(x.device), D, base=float(base),
+                           dtype=torch.float32 if x.device.type == "mps" else torch.float64)
+    cos, sin = angles.cos().to(work), angles.sin().to(work)  # (T, D/2)
+    xw = x.to(work)  # a copy only when the dtype changes; nothing below writes into it
+    if interleaved:
+        x1, x2 = xw[..., 0::2], xw[..., 1::2]  # (..., T, D/2) each: the pairs (2i, 2i + 1)
+        out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+    else:
+        x1, x2 = xw[..., : D // 2], xw[..., D // 2:]  # the pairs (i, i + D/2)
+        out = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (..., T, D)
+    return out.to(x.dtype)

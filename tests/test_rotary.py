@@ -1,0 +1,97 @@
+"""apply_rotary against the rotation written out pair by pair, in both layouts and every dtype."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from helpers import apply_rotary
+from tests.conftest import FLOAT_DTYPES
+
+
+def rotate_by_hand(x: torch.Tensor, positions, base: float, interleaved: bool) -> torch.Tensor:
+    """Each pair (a, b) of features turned by p·θ_i, θ_i = base^(−2i/D), in float64."""
+    x = x.double()
+    out = x.clone()
+    D = x.shape[-1]
+    for t, p in enumerate(positions):
+        for i in range(D // 2):
+            a, b = (2 * i, 2 * i + 1) if interleaved else (i, i + D // 2)
+            angle = p * base ** (-2 * i / D)
+            c, s = math.cos(angle), math.sin(angle)
+            out[..., t, a] = x[..., t, a] * c - x[..., t, b] * s
+            out[..., t, b] = x[..., t, a] * s + x[..., t, b] * c
+    return out
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("positions", [None, [3, 0, 7, 100, 5]])
+def test_matches_the_pairwise_rotation(interleaved, positions):
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 8, dtype=torch.float64)  # (B, H, T, D)
+    pos = list(range(5)) if positions is None else positions
+    got = apply_rotary(x, None if positions is None else torch.tensor(positions),
+                       base=500.0, interleaved=interleaved)
+    torch.testing.assert_close(got, rotate_by_hand(x, pos, 500.0, interleaved))
+
+
+def test_position_zero_is_the_identity_and_norms_are_kept():
+    x = torch.randn(4, 6, 16, dtype=torch.float64)
+    y = apply_rotary(x)
+    torch.testing.assert_close(y[:, 0], x[:, 0])
+    torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_scores_depend_on_the_offset_only(interleaved):
+    torch.manual_seed(1)
+    q, k = torch.randn(16, dtype=torch.float64), torch.randn(16, dtype=torch.float64)
+
+    def score(m, n):
+        qm = apply_rotary(q.expand(1, 16), torch.tensor([m]), interleaved=interleaved)
+        kn = apply_rotary(k.expand(1, 16), torch.tensor([n]), interleaved=interleaved)
+        return float(qm @ kn.T)
+
+    for m, n in [(0, 0), (5, 2), (2, 5), (40, 13)]:
+        for shift in (1, 7, 1000):
+            assert math.isclose(score(m, n), score(m + shift, n + shift), rel_tol=1e-9, abs_tol=1e-9)
+    assert not math.isclose(score(5, 2), score(5, 3), rel_tol=1e-3)  # the offset does matter
+
+
+def test_the_two_layouts_differ_by_a_permutation_of_features():
+    x = torch.randn(3, 7, 12, dtype=torch.float64)
+    D = 12
+    to_interleaved = torch.stack([torch.arange(D // 2), torch.arange(D // 2) + D // 2], -1).flatten()
+    # feature order (0, 6, 1, 7, ...): half-split pairs (i, i + D/2) become neighbours
+    half = apply_rotary(x, interleaved=False)
+    inter = apply_rotary(x[..., to_interleaved], interleaved=True)
+    torch.testing.assert_close(inter, half[..., to_interleaved])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_every_dtype_keeps_its_dtype_and_is_close_to_float64(device, dtype):
+    x = torch.randn(2, 9, 8, device=device).to(dtype)
+    before = x.clone()
+    y = apply_rotary(x, torch.arange(100, 109, device=device))
+    assert y.dtype == dtype and y.device.type == device.type
+    assert torch.equal(x, before)  # input not modified
+    exact = rotate_by_hand(x.cpu(), range(100, 109), 10000.0, False)
+    tol = {torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(dtype, 1e-6)
+    torch.testing.assert_close(y.cpu().double(), exact, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(x=torch.randn(3, 5)), r"feature size D must be even .* got D=5"),
+    (dict(x=torch.randn(6)), r"x must be a tensor of shape \(\.\.\., T, D\), got \(6,\)"),
+    (dict(x=torch.ones(2, 4, dtype=torch.long)), r"x must be a floating-point tensor"),
+    (dict(x=torch.randn(3, 4), positions=torch.arange(2)), r"positions must have shape \(T,\) = \(3,\), got \(2,\)"),
+    (dict(x=torch.randn(3, 4), positions=torch.zeros(3)), r"positions must hold integers, got dtype torch.float32"),
+    (dict(x=torch.randn(3, 4), base=1.0), r"base must be a finite number > 1, got 1.0"),
+    (dict(x=torch.randn(3, 4), base=float("inf")), r"base must be a finite number > 1"),
+    (dict(x=[[1.0, 2.0]]), r"x must be a tensor of shape \(\.\.\., T, D\), got list"),
+])
+def test_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        apply_rotary(**kwargs)
