@@ -10,18 +10,26 @@ from .kernel_regression import (
     KERNELS, NWKernelRegression, RegressionData, make_regression_data, nadaraya_watson,
     target_function,
 )
-from .masking import masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask
+from .kv_cache import KVCache, generate
+from .masking import (
+    causal_mask, masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask,
+)
 from .multihead import MultiHeadAttention, transpose_output, transpose_qkv
 from .plotting import set_theme, show_heatmaps, to_numpy
 from .positional import PositionalEncoding, sinusoidal_table
+from .rotary import apply_rotary
+from .transformer import DecoderLM, TransformerBlock
 
 __all__ = [
     "AdditiveAttention", "DotProductAttention", "scaled_dot_product",
     "get_device", "set_seed",
     "KERNELS", "NWKernelRegression", "RegressionData", "make_regression_data",
     "nadaraya_watson", "target_function",
-    "masked_softmax", "sequence_mask", "softmax_with_mask", "valid_lens_to_mask",
+    "causal_mask", "masked_softmax", "sequence_mask", "softmax_with_mask", "valid_lens_to_mask",
     "MultiHeadAttention", "transpose_output", "transpose_qkv",
     "set_theme", "show_heatmaps", "to_numpy",
     "PositionalEncoding", "sinusoidal_table",
+    "apply_rotary",
+    "TransformerBlock", "DecoderLM",
+    "KVCache", "generate",
 ]

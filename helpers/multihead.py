@@ -12,7 +12,9 @@ from torch import nn
 
 from .attention import attend, check_qkv
 from .checks import check_positive_int, check_rank, check_size
-from .masking import ValidLens, lens_hidden
+from .kv_cache import KVCache
+from .masking import ValidLens, attention_hidden
+from .rotary import apply_rotary
 
 __all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output"]
 
@@ -43,11 +45,18 @@ class MultiHeadAttention(nn.Module):
     with ``need_weights=False`` it calls ``F.scaled_dot_product_attention`` (fused on a GPU)
     and ``attention_weights`` is None. With copied weights it equals
     ``nn.MultiheadAttention(num_hiddens, H, kdim=key_size, vdim=value_size, batch_first=True)``.
+
+    ``causal=True``: a key takes part only if it is within the valid length **and** not in the
+    query's future (``causal_mask``, lower-right). ``rotary=True`` (self-attention only):
+    queries and keys are rotated by their positions (``apply_rotary``, half-split layout,
+    head size even) after the projection. ``cache``: a ``KVCache`` that the new keys and values
+    are appended to before attending; positions then continue from its length.
     """
 
     def __init__(
         self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False,
         query_size: int | None = None, key_size: int | None = None, value_size: int | None = None,
+        *, rotary: bool = False, rotary_base: float = 10000.0,
     ) -> None:
         super().__init__()
         query_size, key_size, value_size = (num_hiddens if size is None else size
@@ -61,8 +70,13 @@ class MultiHeadAttention(nn.Module):
                 f"num_hiddens must be divisible by num_heads: got num_hiddens={num_hiddens}, "
                 f"num_heads={num_heads} (remainder {num_hiddens % num_heads})"
             )
+        if rotary and (num_hiddens // num_heads) % 2:
+            raise ValueError(f"rotary needs an even head size, got num_hiddens/num_heads = "
+                             f"{num_hiddens}/{num_heads} = {num_hiddens // num_heads}")
         self.num_heads = num_heads
         self.dropout = dropout
+        self.rotary = rotary
+        self.rotary_base = rotary_base
         self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
         self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
@@ -71,22 +85,33 @@ class MultiHeadAttention(nn.Module):
 
     def forward(
         self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-        valid_lens: ValidLens = None, *, need_weights: bool = True,
+        valid_lens: ValidLens = None, *, need_weights: bool = True, causal: bool = False,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=False)
         for name, layer, x in (("queries", self.W_q, queries), ("keys", self.W_k, keys),
                                ("values", self.W_v, values)):
             check_size(f"feature size of {name}", layer.in_features, x.shape[-1])
         B, Q, _ = queries.shape
-        hidden = empty = None
-        if valid_lens is not None:
-            hidden, empty = lens_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
-            hidden = hidden.unsqueeze(1)  # (B, 1, 1 or Q, K): the same mask for every head
-            empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
-        k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K, N/H)
-        v = transpose_qkv(self.W_v(values), self.num_heads)  # (B, H, K, N/H)
+        k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K_new, N/H)
+        v = transpose_qkv(self.W_v(values), self.num_heads)  # (B, H, K_new, N/H)
+        start = 0 if cache is None else cache.length  # positions continue after the cache
+        if self.rotary:
+            positions = torch.arange(start, start + max(Q, k.shape[-2]), device=q.device)
+            q = apply_rotary(q, positions[:Q], base=self.rotary_base)
+            k = apply_rotary(k, positions[: k.shape[-2]], base=self.rotary_base)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, H, K, N/H): the cached keys, then the new ones
+        K = k.shape[-2]
+        is_causal = causal and valid_lens is None and Q == K and not need_weights
+        hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
+                                         causal=causal and not is_causal)
+        if hidden is not None and hidden.dim() == 3:  # (B, 1 or Q, K): the same for every head
+            hidden = hidden.unsqueeze(1)  # (B, 1, 1 or Q, K)
+            empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         p = self.dropout if self.training else 0.0
         out, self.attention_weights = attend(
-            q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights)  # (B, H, Q, N/H)
+            q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
+            is_causal=is_causal)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)

@@ -1,0 +1,132 @@
+"""The Transformer block (pre-norm) and a small decoder-only language model built from it.
+
+Legend: B batch, T tokens, N num_hiddens (model width), H heads, F ffn_hiddens, L layers,
+V vocabulary size. Mask convention: ``valid_lens`` (B,) or (B, T) keeps the first ``n`` keys;
+``causal=True`` also hides every key in a query's future (``causal_mask``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .checks import check_positive_int, check_rank, check_size
+from .kv_cache import KVCache
+from .masking import ValidLens
+from .multihead import MultiHeadAttention
+from .positional import sinusoidal_table
+
+__all__ = ["TransformerBlock", "DecoderLM", "POSITIONAL"]
+
+ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
+POSITIONAL = ("sinusoidal", "rope", "none")
+
+
+def _check_dropout(p: object) -> None:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
+        raise ValueError(f"dropout must be a probability in [0, 1), got {p!r}")
+
+
+class TransformerBlock(nn.Module):
+    """One pre-norm Transformer block: ``X + attention(norm1(X))``, then ``+ ffn(norm2(·))``.
+
+    Residual connections（残差连接）around self-attention and a position-wise feed-forward
+    network（前馈网络）, each input normalised first by layer normalisation（层规范化）.
+    ``forward(X (B, T, N), valid_lens=None, *, causal=False, cache=None)`` → (B, T, N).
+    With copied weights it equals ``nn.TransformerEncoderLayer(N, H, F, dropout=0,
+    activation="gelu", batch_first=True, norm_first=True)``.
+    """
+
+    def __init__(
+        self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0,
+        activation: str = "gelu", *, rotary: bool = False,
+    ) -> None:
+        super().__init__()
+        check_positive_int("ffn_hiddens", ffn_hiddens)
+        _check_dropout(dropout)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout=dropout, bias=True,
+                                            rotary=rotary)
+        self.norm1 = nn.LayerNorm(num_hiddens)
+        self.norm2 = nn.LayerNorm(num_hiddens)
+        self.ffn = nn.Sequential(nn.Linear(num_hiddens, ffn_hiddens), ACTIVATIONS[activation](),
+                                 nn.Linear(ffn_hiddens, num_hiddens))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, X: torch.Tensor, valid_lens: ValidLens = None, *, causal: bool = False,
+        cache: KVCache | None = None, need_weights: bool = True,
+    ) -> torch.Tensor:
+        check_rank("X", X, 3, "(B, T, N)")
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache,
+                                            need_weights=need_weights))  # (B, T, N)
+        return X + self.dropout(self.ffn(self.norm2(X)))  # (B, T, N)
+
+
+class DecoderLM(nn.Module):
+    """A decoder-only language model: token embedding, positions, L causal ``TransformerBlock``s,
+    a final LayerNorm and a linear readout to the vocabulary.
+
+    ``positional``: "sinusoidal" adds ``sinusoidal_table`` rows to the embeddings, "rope"
+    rotates every layer's queries and keys instead (``apply_rotary``), "none" gives the model
+    no position information at all. ``forward(tokens (B, T) long)`` → logits (B, T, V); after
+    it, ``attention_weights`` holds one (B, H, T, T) tensor per layer (with a ``cache``:
+    (B, H, T_new, T_cached + T_new)). ``new_cache()`` gives one empty ``KVCache`` per layer.
+    """
+
+    def __init__(
+        self, vocab_size: int, num_hiddens: int, num_heads: int, num_layers: int,
+        ffn_hiddens: int | None = None, max_len: int = 256, positional: str = "sinusoidal",
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers),
+                            ("max_len", max_len)):
+            check_positive_int(name, value)
+        if positional not in POSITIONAL:
+            raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
+        ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else ffn_hiddens
+        self.vocab_size, self.max_len, self.positional = vocab_size, max_len, positional
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(num_hiddens, num_heads, ffn_hiddens, dropout,
+                             rotary=positional == "rope") for _ in range(num_layers))
+        self.norm = nn.LayerNorm(num_hiddens)
+        self.head = nn.Linear(num_hiddens, vocab_size)
+        self.dropout = nn.Dropout(dropout)
+        table = sinusoidal_table(max_len, num_hiddens) if positional == "sinusoidal" else torch.zeros(0)
+        self.register_buffer("P", table, persistent=False)  # (max_len, N), or empty
+        self.attention_weights: list[torch.Tensor | None] = []
+
+    def new_cache(self) -> list[KVCache]:
+        """One empty ``KVCache`` per layer, for ``forward(..., cache=...)``."""
+        return [KVCache() for _ in self.blocks]
+
+    def forward(
+        self, tokens: torch.Tensor, *, cache: list[KVCache] | None = None,
+        need_weights: bool = True,
+    ) -> torch.Tensor:
+        check_rank("tokens", tokens, 2, "(B, T)")
+        if tokens.dtype != torch.long:
+            raise ValueError(f"tokens must be a long tensor of token ids, got dtype {tokens.dtype}")
+        if tokens.numel() and not (0 <= int(tokens.min()) and int(tokens.max()) < self.vocab_size):
+            raise ValueError(f"tokens must lie in [0, vocab_size) = [0, {self.vocab_size}), got "
+                             f"values from {int(tokens.min())} to {int(tokens.max())}")
+        if cache is not None:
+            check_size("number of caches (one per layer)", len(self.blocks), len(cache))
+        start = 0 if cache is None else cache[0].length  # positions already in the cache
+        T = tokens.shape[1]
+        if start + T > self.max_len:
+            raise ValueError(f"sequence length must be at most max_len={self.max_len}, "
+                             f"got {start + T}" + (f" ({start} cached + {T} new)" if start else ""))
+        X = self.embedding(tokens)  # (B, T, N)
+        if self.positional == "sinusoidal":
+            X = X + self.P[start: start + T].to(X.dtype)  # positions start, ..., start + T − 1
+        X = self.dropout(X)
+        for i, block in enumerate(self.blocks):
+            X = block(X, causal=True, cache=None if cache is None else cache[i],
+                      need_weights=need_weights)  # (B, T, N)
+        self.attention_weights = [block.attention.attention_weights for block in self.blocks]
+        return self.head(self.norm(X))  # (B, T, V)

@@ -1,0 +1,91 @@
+"""KVCache and generate: the cache changes how much is computed, never the tokens."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import DecoderLM, KVCache, generate
+
+
+def full_rerun(model: DecoderLM, prompt: torch.Tensor, num_new: int) -> torch.Tensor:
+    """Greedy decoding written out: re-run the whole sequence for every new token."""
+    tokens = prompt
+    with torch.no_grad():
+        for _ in range(num_new):
+            next_token = model(tokens)[:, -1].argmax(-1, keepdim=True)
+            tokens = torch.cat([tokens, next_token], dim=1)
+    return tokens
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "rope", "none"])
+def test_tokens_with_and_without_cache_are_identical(positional, device):
+    torch.manual_seed(0)
+    model = DecoderLM(13, 32, 4, num_layers=2, max_len=40, positional=positional).to(device).eval()
+    prompt = torch.randint(0, 13, (3, 5), device=device)
+    cached = generate(model, prompt, 20, use_cache=True)
+    uncached = generate(model, prompt, 20, use_cache=False)
+    assert cached.shape == (3, 25)
+    assert torch.equal(cached[:, :5], prompt)
+    assert torch.equal(cached, uncached)
+    assert torch.equal(cached, full_rerun(model, prompt, 20))
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "rope", "none"])
+def test_cached_logits_equal_the_full_forward(positional):
+    torch.manual_seed(1)
+    model = DecoderLM(9, 16, 2, num_layers=2, max_len=16, positional=positional).eval()
+    tokens = torch.randint(0, 9, (2, 10))
+    full = model(tokens)
+    cache = model.new_cache()
+    with torch.no_grad():
+        parts = [model(tokens[:, :4], cache=cache)]  # a prompt of 4, then one token at a time
+        for t in range(4, 10):
+            parts.append(model(tokens[:, t:t + 1], cache=cache))
+            assert model.attention_weights[0].shape == (2, 2, 1, t + 1)  # one query, t + 1 keys
+    torch.testing.assert_close(torch.cat(parts, dim=1), full, rtol=1e-5, atol=1e-5)
+    assert [c.length for c in cache] == [10, 10]
+    assert cache[0].keys.shape == (2, 2, 10, 8)  # (B, H, T, N/H)
+    assert cache[0].nbytes() == 2 * 2 * 2 * 10 * 8 * 4  # keys + values, float32
+
+
+def test_rope_positions_continue_from_the_cache():
+    """With RoPE the cached keys were rotated at their own positions: feeding the same token
+    after a cached prefix must give the full run's logits, not those of position 0."""
+    torch.manual_seed(2)
+    model = DecoderLM(7, 16, 2, num_layers=1, max_len=8, positional="rope").eval()
+    tokens = torch.tensor([[1, 2, 3, 4]])
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(tokens[:, :3], cache=cache)
+        last = model(tokens[:, 3:], cache=cache)
+    torch.testing.assert_close(last[:, 0], model(tokens)[:, 3], rtol=1e-5, atol=1e-5)
+
+
+def test_cache_rejects_mismatched_shapes_and_counts():
+    cache = KVCache()
+    assert cache.length == 0 and cache.nbytes() == 0
+    cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+    with pytest.raises(ValueError, match=r"new keys must have shape \(B, H, T_new, size\) = \(1, 2, T_new, 4\), got \(1, 3, 1, 4\)"):
+        cache.append(torch.zeros(1, 3, 1, 4), torch.zeros(1, 3, 1, 4))
+    with pytest.raises(ValueError, match=r"keys must have 4 dimensions"):
+        cache.append(torch.zeros(2, 1, 4), torch.zeros(2, 1, 4))
+    model = DecoderLM(5, 8, 2, num_layers=2, max_len=6)
+    with pytest.raises(ValueError, match=r"number of caches \(one per layer\): expected 2, got 1"):
+        model(torch.zeros(1, 2, dtype=torch.long), cache=[KVCache()])
+
+
+def test_generate_checks_its_arguments():
+    model = DecoderLM(5, 8, 2, num_layers=1, max_len=6)
+    prompt = torch.zeros(1, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"prompt length \+ num_new must be at most max_len=6, got 4 \+ 3"):
+        generate(model, prompt, 3)
+    with pytest.raises(ValueError, match=r"num_new must be an int ≥ 0, got -1"):
+        generate(model, prompt, -1)
+    with pytest.raises(ValueError, match=r"prompt must have 2 dimensions \(B, T0\), got 1"):
+        generate(model, torch.zeros(4, dtype=torch.long), 1)
+    assert torch.equal(generate(model, prompt, 0), prompt)
+    cache = model.new_cache()
+    model(prompt, cache=cache)
+    with pytest.raises(ValueError, match=r"sequence length must be at most max_len=6, got 7 \(4 cached \+ 3 new\)"):
+        model(torch.zeros(1, 3, dtype=torch.long), cache=cache)

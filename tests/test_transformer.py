@@ -1,0 +1,153 @@
+"""TransformerBlock against nn.TransformerEncoderLayer (copied weights, causal and padding
+masks); DecoderLM's causality, its attention weights and its input checks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from helpers import DecoderLM, TransformerBlock, causal_mask
+from tests.conftest import TOL
+
+
+def torch_layer_like(block: TransformerBlock) -> nn.TransformerEncoderLayer:
+    att = block.attention
+    N, H, F = att.W_o.out_features, att.num_heads, block.ffn[0].out_features
+    ref = nn.TransformerEncoderLayer(N, H, F, dropout=0.0, activation="gelu", batch_first=True,
+                                     norm_first=True)
+    with torch.no_grad():
+        ref.self_attn.in_proj_weight.copy_(torch.cat([att.W_q.weight, att.W_k.weight, att.W_v.weight]))
+        ref.self_attn.in_proj_bias.copy_(torch.cat([att.W_q.bias, att.W_k.bias, att.W_v.bias]))
+        ref.self_attn.out_proj.weight.copy_(att.W_o.weight)
+        ref.self_attn.out_proj.bias.copy_(att.W_o.bias)
+        for mine, theirs in ((block.ffn[0], ref.linear1), (block.ffn[2], ref.linear2),
+                             (block.norm1, ref.norm1), (block.norm2, ref.norm2)):
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(mine.bias)
+    return ref.train()  # train mode (dropout 0) keeps PyTorch off its fused inference path
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lens", [None, [7, 4]])
+def test_block_equals_torch_encoder_layer(dtype, causal, lens):
+    torch.manual_seed(0)
+    B, T, N, H, F = 2, 7, 12, 3, 20
+    block = TransformerBlock(N, H, F).to(dtype)
+    with torch.no_grad():  # LayerNorm starts at weight 1, bias 0: make them matter
+        for norm in (block.norm1, block.norm2):
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.uniform_(-0.5, 0.5)
+    ref = torch_layer_like(block).to(dtype)
+    X = torch.randn(B, T, N, dtype=dtype)
+    kwargs = {}
+    if causal:
+        kwargs["src_mask"] = ~causal_mask(T, T)  # PyTorch: True = ignore
+        kwargs["is_causal"] = True
+    if lens is not None:
+        kwargs["src_key_padding_mask"] = torch.arange(T)[None, :] >= torch.tensor(lens)[:, None]
+    expected = ref(X, **kwargs)
+    got = block(X, None if lens is None else torch.tensor(lens), causal=causal)
+    assert got.shape == (B, T, N)
+    torch.testing.assert_close(got, expected, **TOL[dtype])
+    assert block.attention.attention_weights.shape == (B, H, T, T)
+
+
+def test_block_structure_and_input_kept():
+    block = TransformerBlock(8, 2, 16, activation="relu")
+    assert isinstance(block.attention.W_q.bias, nn.Parameter)  # attention with biases
+    assert isinstance(block.norm1, nn.LayerNorm) and isinstance(block.norm2, nn.LayerNorm)
+    assert [type(m) for m in block.ffn] == [nn.Linear, nn.ReLU, nn.Linear]
+    X = torch.randn(1, 3, 8)
+    before = X.clone()
+    block(X, causal=True)
+    assert torch.equal(X, before)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(num_hiddens=8, num_heads=3, ffn_hiddens=16), r"num_hiddens must be divisible by num_heads"),
+    (dict(num_hiddens=8, num_heads=2, ffn_hiddens=0), r"ffn_hiddens must be a positive int, got 0"),
+    (dict(num_hiddens=8, num_heads=2, ffn_hiddens=16, activation="tanh"), r"activation must be one of \['gelu', 'relu'\], got 'tanh'"),
+    (dict(num_hiddens=8, num_heads=2, ffn_hiddens=16, dropout=1.0), r"dropout must be a probability in \[0, 1\), got 1.0"),
+])
+def test_block_rejects_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TransformerBlock(**kwargs)
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "rope", "none"])
+def test_decoder_is_causal_and_keeps_weights_per_layer(positional):
+    torch.manual_seed(1)
+    model = DecoderLM(11, 16, 2, num_layers=3, max_len=12, positional=positional).eval()
+    tokens = torch.randint(0, 11, (2, 9))
+    logits = model(tokens)
+    assert logits.shape == (2, 9, 11)
+    assert len(model.attention_weights) == 3
+    for w in model.attention_weights:
+        assert w.shape == (2, 2, 9, 9)
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 9))
+        assert torch.all(w.triu(diagonal=1) == 0)  # no weight on a future key
+    changed = tokens.clone()
+    changed[:, 6:] = (changed[:, 6:] + 1) % 11  # change every token from position 6 on
+    again = model(changed)
+    torch.testing.assert_close(again[:, :6], logits[:, :6], rtol=0, atol=0)  # earlier outputs equal
+    assert not torch.allclose(again[:, 6:], logits[:, 6:])
+
+
+def test_positions_matter_unless_positional_is_none():
+    torch.manual_seed(2)
+    tokens = torch.tensor([[3, 1, 4, 1, 5]])
+    swapped = tokens[:, [1, 0, 2, 3, 4]]  # the first two tokens swapped
+    for positional in ("sinusoidal", "rope", "none"):
+        model = DecoderLM(7, 8, 2, num_layers=1, max_len=8, positional=positional).eval()
+        # the last position sees the same multiset of tokens: only positions tell them apart
+        same = torch.allclose(model(tokens)[0, -1], model(swapped)[0, -1], atol=1e-6)
+        assert same == (positional == "none"), positional
+
+
+def test_sinusoidal_positions_are_added_to_the_embeddings():
+    model = DecoderLM(5, 8, 2, num_layers=1, max_len=6).eval()
+    assert model.P.shape == (6, 8) and not model.P.requires_grad
+    assert "P" not in model.state_dict()  # a non-persistent buffer
+
+
+@pytest.mark.parametrize("tokens, match", [
+    (torch.tensor([[0, 5]]), r"tokens must lie in \[0, vocab_size\) = \[0, 5\), got values from 0 to 5"),
+    (torch.tensor([[-1, 2]]), r"got values from -1 to 2"),
+    (torch.zeros(1, 7, dtype=torch.long), r"sequence length must be at most max_len=6, got 7"),
+    (torch.zeros(1, 3), r"tokens must be a long tensor of token ids, got dtype torch.float32"),
+    (torch.zeros(3, dtype=torch.long), r"tokens must have 2 dimensions \(B, T\), got 1"),
+])
+def test_decoder_rejects_bad_tokens(tokens, match):
+    model = DecoderLM(5, 8, 2, num_layers=1, max_len=6)
+    with pytest.raises(ValueError, match=match):
+        model(tokens)
+
+
+def test_decoder_rejects_bad_arguments():
+    with pytest.raises(ValueError, match=r"positional must be one of \('sinusoidal', 'rope', 'none'\), got 'learned'"):
+        DecoderLM(5, 8, 2, 1, positional="learned")
+    with pytest.raises(ValueError, match=r"rotary needs an even head size, got num_hiddens/num_heads = 6/2 = 3"):
+        DecoderLM(5, 6, 2, 1, positional="rope")
+    with pytest.raises(ValueError, match=r"vocab_size must be a positive int, got 0"):
+        DecoderLM(0, 8, 2, 1)
+
+
+def test_decoder_trains_on_a_task_that_needs_attention():
+    """Copy the token two positions back: impossible without attending to earlier tokens."""
+    torch.manual_seed(3)
+    gen = torch.Generator().manual_seed(3)
+    model = DecoderLM(6, 32, 2, num_layers=1, max_len=10)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(150):
+        x = torch.randint(0, 6, (32, 10), generator=gen)
+        logits = model(x)[:, 2:]  # positions 2..9 predict the token two back
+        loss = nn.functional.cross_entropy(logits.reshape(-1, 6), x[:, :-2].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    x = torch.randint(0, 6, (64, 10), generator=gen)
+    with torch.no_grad():
+        accuracy = (model(x)[:, 2:].argmax(-1) == x[:, :-2]).float().mean().item()
+    assert accuracy > 0.9, accuracy  # chance is 1/6
