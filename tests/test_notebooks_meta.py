@@ -141,7 +141,8 @@ def test_repository_url_is_written_only_in_pyproject(tmp_path):
 # The terms of the seed notes (shared/seeds) that each notebook introduces, written beside the
 # English at first use as "attention pooling（注意力汇聚）".
 ZH_TERMS = {
-    "01": ["查询", "键", "值", "注意力提示", "注意力汇聚"],
+    "01": ["查询", "键", "值", "注意力提示", "自主性提示", "非自主性提示", "注意力汇聚", "注意力权重",
+           "平均汇聚", "温度", "熵"],
     "02": ["注意力汇聚", "平均汇聚", "核回归", "核函数", "高斯核", "带宽", "过拟合"],
     "03": ["批量矩阵乘法", "掩蔽softmax操作", "有效长度", "填充"],
     "04": ["注意力评分函数", "加性注意力", "缩放点积注意力"],
