@@ -1,4 +1,5 @@
-"""The temperature view: what it draws equals softmax(scores / τ) and its entropy, computed here."""
+"""The temperature view: what it draws equals softmax(scores / τ) and its entropy, computed
+here."""
 
 from __future__ import annotations
 

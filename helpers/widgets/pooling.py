@@ -74,10 +74,10 @@ def draw_nw(
     """Nadaraya-Watson with ``kernel`` and ``bandwidth`` σ on ``data``: fit and (Q, K) weights.
 
     Left: truth, the prediction ŷ = ``nadaraya_watson(...)[0]`` and the training points.
-    Right: the weights on one fixed colour scale, 0 to 1 with square-root spacing (the same for
-    every kernel and bandwidth, so maps compare across slider values). ``fig``: a Figure this function
-    drew before (for data of the same sizes) is updated in place (fast); any other Figure is
-    cleared and redrawn. Returns the Figure (not registered with pyplot).
+    Right: the weights on one fixed colour scale, 0 to 1 with square-root spacing (the same
+    for every kernel and bandwidth, so maps compare across slider values). ``fig``: a Figure
+    this function drew before (for data of the same sizes) is updated in place (fast); any
+    other Figure is cleared and redrawn. Returns the Figure (not registered with pyplot).
     """
     y_hat, weights = nadaraya_watson(data.x_train, data.y_train, data.x_test, kernel, bandwidth)
     y_hat, weights = to_numpy(y_hat), to_numpy(weights)

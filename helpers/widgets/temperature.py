@@ -46,7 +46,8 @@ def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tenso
     """softmax(scores / τ) over the keys: scores (Q, K) → weights (Q, K), rows summing to 1.
 
     τ → 0: each row puts all its weight on its highest score (one-hot; ties share it);
-    τ → ∞: every row tends to uniform 1/K. τ = 1 is the plain softmax. ``scores`` is not changed.
+    τ → ∞: every row tends to uniform 1/K. τ = 1 is the plain softmax. ``scores`` is not
+    changed.
     """
     check_rank("scores", scores, 2, "(Q, K)")
     check_floating("scores", scores)
