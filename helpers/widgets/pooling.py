@@ -1,7 +1,8 @@
 """View for notebook 02: Nadaraya-Watson kernel regression, its fit and its attention map together.
 
-Legend: N training pairs (keys x_i, values y_i), Q queries (the test inputs). Weights are laid
-out (Q, N), one row per query, each row summing to 1.
+Legend: K training pairs (keys x_i, values y_i), Q queries (the test inputs). Weights are laid
+out (Q, K), one row per query, each row summing to 1. The bandwidth is σ in the notebook's maths
+and ``bandwidth`` in code.
 
 ``draw_nw`` is a pure function of the data and the slider values (kernel, bandwidth);
 ``nw_view`` wraps it in sliders; ``demo_views`` builds the view for the benchmark.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -22,6 +24,10 @@ __all__ = ["draw_nw", "nw_view", "demo_views"]
 
 NW_LABEL = "pooling.nw"  # Figure label: tells draw_nw that a figure is its own
 FIGSIZE = (9.0, 3.6)
+# One colour scale for every bandwidth and kernel: 0 to 1, square-root spaced, so that the thin
+# weights of a wide kernel (1/K each) stay visible next to the one-hot rows of a narrow one.
+WEIGHT_NORM_GAMMA = 0.5
+WEIGHT_TICKS = [0.0, 0.02, 0.1, 0.25, 0.5, 1.0]
 
 
 def _layout_nw(fig: Figure, data: RegressionData) -> None:
@@ -43,15 +49,16 @@ def _layout_nw(fig: Figure, data: RegressionData) -> None:
     ax_fit.set_ylabel("y")
     ax_fit.legend(loc="upper right", fontsize="small")
     shape = (x_test.shape[0], x_train.shape[0])
-    image = ax_map.imshow(np.zeros(shape), cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto",
-                          interpolation="nearest")
+    image = ax_map.imshow(np.zeros(shape), cmap="Reds", aspect="auto", interpolation="nearest",
+                          norm=PowerNorm(WEIGHT_NORM_GAMMA, vmin=0.0, vmax=1.0))
     ax_map.set_xlabel("training inputs (keys, sorted)")
     ax_map.set_ylabel("test inputs (queries)")
     colorbar = fig.colorbar(image, ax=ax_map, fraction=0.06, pad=0.03)
+    colorbar.set_ticks(WEIGHT_TICKS)  # fixed: the scale never moves with the sliders
+    colorbar.set_label("weight (√ scale)", fontsize="small")
     # Few tick labels: laying out text is most of the cost of a redraw.
     ax_map.xaxis.set_major_locator(MaxNLocator(5, integer=True))
     ax_map.yaxis.set_major_locator(MaxNLocator(5, integer=True))
-    colorbar.locator = MaxNLocator(4)
 
 
 def _is_nw_figure(fig: Figure, data: RegressionData) -> bool:
@@ -64,12 +71,13 @@ def draw_nw(
     data: RegressionData, kernel: str = "gaussian", bandwidth: float = 1.0, *,
     fig: Figure | None = None,
 ) -> Figure:
-    """Nadaraya-Watson with ``kernel`` and ``bandwidth`` on ``data``: fit and (Q, N) weights.
+    """Nadaraya-Watson with ``kernel`` and ``bandwidth`` σ on ``data``: fit and (Q, K) weights.
 
     Left: truth, the prediction ŷ = ``nadaraya_watson(...)[0]`` and the training points.
-    Right: the weights, colour scale 0 to their largest value. ``fig``: a Figure this function
-    drew before (for data of the same sizes) is updated in place (fast); any other Figure is
-    cleared and redrawn. Returns the Figure (not registered with pyplot).
+    Right: the weights on one fixed colour scale, 0 to 1 with square-root spacing (the same
+    for every kernel and bandwidth, so maps compare across slider values). ``fig``: a Figure
+    this function drew before (for data of the same sizes) is updated in place (fast); any
+    other Figure is cleared and redrawn. Returns the Figure (not registered with pyplot).
     """
     y_hat, weights = nadaraya_watson(data.x_train, data.y_train, data.x_test, kernel, bandwidth)
     y_hat, weights = to_numpy(y_hat), to_numpy(weights)
@@ -82,11 +90,9 @@ def draw_nw(
     mse = float(np.mean((y_hat - to_numpy(data.y_truth)) ** 2))
     # y=1.0: a title at a fixed height skips matplotlib's search for a free spot above the
     # axes on every draw (nothing is there: the same place, ~10% less drawing time).
-    ax_fit.set_title(f"{kernel} kernel, bandwidth {bandwidth:.3g}: test MSE {mse:.3f}",
+    ax_fit.set_title(f"{kernel} kernel, bandwidth σ = {bandwidth:.3g}: test MSE {mse:.3f}",
                      fontsize="medium", y=1.0)
-    image = ax_map.images[0]
-    image.set_data(weights)
-    image.set_clim(0.0, max(float(weights.max()), 1e-12))
+    ax_map.images[0].set_data(weights)
     ax_map.set_title(f"attention weights (largest {weights.max():.2f})", fontsize="medium",
                      y=1.0)
     return fig

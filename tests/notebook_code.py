@@ -1,0 +1,46 @@
+"""Run chosen top-level definitions of a stored notebook without a kernel (for testing its
+exercise checks): its imports, and the functions and assignments that define the names asked
+for, in notebook order. Nothing else runs (no training, no figures)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _assigned(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def notebook_namespace(name: str, wanted: set[str], namespace: dict | None = None) -> dict:
+    """Execute, from ``notebooks/<name>``, every top-level import and every top-level ``def``,
+    class or assignment that binds a name in ``wanted``, in order; return the namespace.
+
+    IPython magics (``%...`` lines) are dropped. ``namespace`` pre-sets names (e.g. data the
+    notebook would compute by training). Raises if a wanted name is never defined.
+    """
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    ns: dict = {"__name__": "notebook_under_test"} | (namespace or {})
+    found: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if not line.lstrip().startswith("%"))
+        for node in ast.parse(source).body:
+            bound = _assigned(node)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) or bound & wanted:
+                exec(compile(ast.Module([node], type_ignores=[]), name, "exec"), ns)
+                found |= bound & wanted
+    missing = wanted - found
+    assert not missing, f"{name} defines no top-level {sorted(missing)}"
+    return ns
