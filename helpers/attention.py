@@ -1,6 +1,7 @@
 """The two attention scorers (注意力评分函数): additive and scaled dot-product.
 
-Legend: B batch, Q queries, K key-value pairs, D query/key size, V value size, H hidden units.
+Legend: B batch, Q queries, K key-value pairs, D query/key size, V value size, N num_hiddens
+(the additive scorer's hidden units).
 Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys; boolean masks use
 ``True`` = takes part (as ``F.scaled_dot_product_attention`` does).
 """
@@ -13,7 +14,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_floating, check_mask, check_positive_int, check_rank, check_size
+from .checks import (
+    check_bool, check_floating, check_like, check_mask, check_positive_int, check_probability,
+    check_rank, check_size,
+)
 from .masking import ValidLens, attention_hidden, empty_rows, softmax_owned
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
@@ -25,25 +29,47 @@ def scaled_dot_product(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """softmax(Q Kᵀ / √D) V over any leading dims: (..., Q, D), (..., K, D), (..., K, V).
 
-    ``mask`` is boolean, broadcastable to (..., Q, K), ``True`` = takes part.
-    With ``need_weights`` it computes the weights itself and returns ``(out, weights)``;
-    without, it calls ``F.scaled_dot_product_attention`` (fused kernels on a GPU) and returns
-    ``(out, None)``. Either way a query with no key taking part gets an all-zero output.
+    The leading dims broadcast as in ``torch.matmul`` (e.g. keys shared by a batch); the three
+    tensors share one dtype and one device. ``mask`` is boolean, broadcastable to (..., Q, K),
+    ``True`` = takes part. With ``need_weights`` it computes the weights itself and returns
+    ``(out, weights)``; without, it calls ``F.scaled_dot_product_attention`` (fused kernels on a
+    GPU) and returns ``(out, None)``. Either way a query with no key taking part gets an
+    all-zero output, and a key that no query may see changes nothing, even holding NaN or inf.
+    ``dropout_p`` in [0, 1) drops weights at every call (this function has no eval mode).
     """
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
         if not isinstance(t, torch.Tensor) or t.dim() < 2:
             raise ValueError(f"{name} must be a tensor of at least 2 dimensions (..., T, size), "
                              f"got {tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
         check_floating(name, t)
+    check_like("keys", keys, "queries", queries)
+    check_like("values", values, "queries", queries)
     check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
     check_size("number of values (K, one per key)", keys.shape[-2], values.shape[-2])
+    if queries.shape[-1] == 0:
+        raise ValueError("feature size D of queries and keys must be at least 1, got 0")
+    try:
+        batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "leading (batch) dims of queries, keys and values must broadcast together, got "
+            f"{tuple(queries.shape[:-2])}, {tuple(keys.shape[:-2])} and {tuple(values.shape[:-2])}"
+        ) from None
+    dropout_p = check_probability("dropout_p", dropout_p)
+    check_bool("need_weights", need_weights)
     if mask is not None:
-        scores_shape = (*torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]),
-                        queries.shape[-2], keys.shape[-2])
-        check_mask("mask", mask, scores_shape, "(..., Q, K)")
+        check_mask("mask", mask, (*batch, queries.shape[-2], keys.shape[-2]), "(..., Q, K)",
+                   queries.device)
     return attend(queries, keys, values, None if mask is None else ~mask,
                   None if mask is None else empty_rows(mask),
                   dropout_p=dropout_p, need_weights=need_weights)
+
+
+def unseen_rows(hidden: torch.Tensor) -> torch.Tensor:
+    """The keys that no query may see, (..., K, 1), from ``hidden`` (..., 1 or Q, K) or (K,)."""
+    if hidden.dim() == 1:
+        return hidden[:, None]  # (K, 1)
+    return (hidden if hidden.shape[-2] == 1 else hidden.all(dim=-2, keepdim=True)).mT  # (..., K, 1)
 
 
 def attend(
@@ -57,23 +83,32 @@ def attend(
     kernels that take no mask (flash attention on a GPU) can run."""
     if is_causal and (need_weights or hidden is not None or queries.shape[-2] != keys.shape[-2]):
         raise ValueError("is_causal needs Q = K, no other mask and need_weights=False")
+    if hidden is not None:  # a weight of exactly 0 does not stop NaN or inf (0 · NaN = NaN), so
+        unseen = unseen_rows(hidden)  # the rows that no query may see, (..., K, 1), become 0
+        values = torch.where(unseen, 0.0, values)  # new tensor
     if need_weights:
         scale = 1.0 / math.sqrt(queries.shape[-1])
         scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., Q, K): scaled on the Q side
         weights = softmax_owned(scores, hidden, empty)
         dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
         return dropped @ values, weights  # (..., Q, V)
-    if queries.dim() == keys.dim() == values.dim() == 3:  # fused kernels need (B, H, T, size)
-        one_head = [None if t is None else t.unsqueeze(-3) for t in (queries, keys, values, hidden, empty)]
-        out, _ = attend(*one_head, dropout_p=dropout_p, need_weights=False,
-                        is_causal=is_causal)  # (B, 1, Q, V)
-        return out.squeeze(-3), None
-    mask = None if hidden is None else ~hidden  # SDPA's convention: True = takes part
+    mask = None
+    if hidden is not None:
+        keys = torch.where(unseen, 0.0, keys)  # SDPA adds -inf to a NaN score: it stays NaN
+        mask = ~hidden if hidden.dim() > 1 else ~hidden[None]  # True = takes part; SDPA wants (Q, K)
+    if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:  # broadcast them first:
+        lead = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+        queries, keys, values = (t.expand(*lead, *t.shape[-2:]) for t in (queries, keys, values))
+        # (views; SDPA's own broadcasting gets the output's shape wrong when a size is 0)
+    one_head = queries.dim() == keys.dim() == values.dim() == 3
+    if one_head:  # fused kernels need (B, H, T, size): add H = 1 (masks of < 3 dims broadcast)
+        queries, keys, values = (t.unsqueeze(-3) for t in (queries, keys, values))
+        mask, empty = (t.unsqueeze(-3) if t is not None and t.dim() >= 3 else t for t in (mask, empty))
     out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
                                          is_causal=is_causal)
     if empty is not None:
         out = out.masked_fill(empty, 0.0)  # rows with nothing to see (SDPA leaves them NaN)
-    return out, None
+    return (out.squeeze(-3) if one_head else out), None  # (..., Q, V)
 
 
 class DotProductAttention(nn.Module):
@@ -82,13 +117,14 @@ class DotProductAttention(nn.Module):
     ``forward(queries (B, Q, D), keys (B, K, D), values (B, K, V), valid_lens=None)`` → (B, Q, V).
     With ``causal=True`` a key also takes part only if it is not in the query's future
     (``causal_mask``: lower-right aligned, so Q < K works with cached keys).
+    Keys past every query's valid length change nothing, even holding NaN or inf.
     The weights of the last call are kept in ``attention_weights`` (B, Q, K), or None when
     called with ``need_weights=False`` (then PyTorch's fused SDPA does the work).
     """
 
     def __init__(self, dropout: float = 0.0) -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
         self.attention_weights: torch.Tensor | None = None
 
     def forward(
@@ -96,6 +132,7 @@ class DotProductAttention(nn.Module):
         valid_lens: ValidLens = None, *, need_weights: bool = True, causal: bool = False,
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=True)
+        check_bool("need_weights", need_weights)
         B, Q, _ = queries.shape
         K = keys.shape[1]
         is_causal = causal and valid_lens is None and Q == K and not need_weights
@@ -118,19 +155,18 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
         super().__init__()
-        for name, size in (("key_size", key_size), ("query_size", query_size),
-                           ("num_hiddens", num_hiddens)):
-            check_positive_int(name, size)
+        key_size, query_size, num_hiddens = (check_positive_int(name, size) for name, size in (
+            ("key_size", key_size), ("query_size", query_size), ("num_hiddens", num_hiddens)))
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
         self.attention_weights: torch.Tensor | None = None
 
     def get_scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """Unnormalised scores (B, Q, K)."""
-        q, k = self.W_q(queries), self.W_k(keys)  # (B, Q, H), (B, K, H)
-        features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (B, Q, K, H)
+        q, k = self.W_q(queries), self.W_k(keys)  # (B, Q, N), (B, K, N)
+        features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (B, Q, K, N)
         return self.w_v(features).squeeze(-1)  # (B, Q, K)
 
     def forward(
@@ -140,8 +176,11 @@ class AdditiveAttention(nn.Module):
         check_qkv(queries, keys, values, same_qk_size=False)
         check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
         check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
+        check_like("queries", queries, "the module's parameters", self.W_q.weight)
         B, Q, _ = queries.shape
         hidden, empty = attention_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
+        if hidden is not None:
+            values = torch.where(unseen_rows(hidden), 0.0, values)  # 0 · NaN would be NaN
         self.attention_weights = softmax_owned(self.get_scores(queries, keys), hidden, empty)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)
 
@@ -154,8 +193,12 @@ def check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
     check_rank("values", values, 3, "(B, K, V)")
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
         check_floating(name, t)
+    check_like("keys", keys, "queries", queries)
+    check_like("values", values, "queries", queries)
     check_size("batch size of keys (B)", queries.shape[0], keys.shape[0])
     check_size("batch size of values (B)", queries.shape[0], values.shape[0])
     check_size("number of values (K, one per key)", keys.shape[1], values.shape[1])
     if same_qk_size:
         check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
+        if queries.shape[-1] == 0:
+            raise ValueError("feature size D of queries and keys must be at least 1, got 0")

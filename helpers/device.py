@@ -7,6 +7,8 @@ import random
 import numpy as np
 import torch
 
+from .checks import check_seed
+
 __all__ = ["get_device", "set_seed"]
 
 
@@ -21,9 +23,11 @@ def get_device() -> torch.device:
 
 
 def set_seed(seed: int = 0) -> None:
-    """Seed Python's ``random``, NumPy and PyTorch (CPU and every CUDA device)."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"seed must be an int, got {type(seed).__name__}")
+    """Seed Python's ``random``, NumPy and PyTorch (CPU and every CUDA device).
+
+    ``seed`` is a Python or NumPy int in PyTorch's range [-2**63, 2**64).
+    """
+    seed = check_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds every CUDA device

@@ -6,6 +6,8 @@ every attention map in this series, and each row sums to 1.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,7 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_floating, check_positive_int, check_rank, check_size
+from .checks import (
+    as_device, check_bool, check_floating, check_positive_int, check_rank, check_real, check_seed,
+    check_size,
+)
 
 __all__ = [
     "KERNELS", "RegressionData", "target_function", "make_regression_data",
@@ -38,8 +43,15 @@ class RegressionData:
     x_test: torch.Tensor  # (Q,)
     y_truth: torch.Tensor  # (Q,)
 
+    def __post_init__(self) -> None:
+        for name in ("x_train", "y_train", "x_test", "y_truth"):
+            check_rank(name, getattr(self, name), 1, "(N,)" if "train" in name else "(Q,)")
+        check_size("number of training values y_train (N)", self.x_train.shape[0], self.y_train.shape[0])
+        check_size("number of true values y_truth (Q)", self.x_test.shape[0], self.y_truth.shape[0])
+
     def to(self, device: torch.device | str) -> RegressionData:
         """The same data with every tensor on ``device`` (a new object; this one is unchanged)."""
+        device = as_device("device", device)
         return RegressionData(*(t.to(device) for t in (self.x_train, self.y_train,
                                                         self.x_test, self.y_truth)))
 
@@ -50,15 +62,13 @@ def make_regression_data(
     """x_train ~ U(0, width) sorted, y = f(x) + N(0, noise²); x_test evenly spaced on [0, width).
 
     Uses its own generator seeded with ``seed``: the same arguments give the same data.
+    ``width`` > 0 and ``noise`` >= 0 are finite numbers.
     """
-    check_positive_int("n_train", n_train)
-    check_positive_int("n_test", n_test)
-    if not isinstance(width, (int, float)) or not isinstance(noise, (int, float)) \
-            or width <= 0 or noise < 0:
-        raise ValueError(
-            f"need n_train >= 1, n_test >= 1, width > 0, noise >= 0; got n_train={n_train}, "
-            f"n_test={n_test}, width={width}, noise={noise}"
-        )
+    n_train = check_positive_int("n_train", n_train)
+    n_test = check_positive_int("n_test", n_test)
+    width = check_real("width", width, above=0)
+    noise = check_real("noise", noise, at_least=0)
+    seed = check_seed(seed)
     g = torch.Generator().manual_seed(seed)
     x_train = torch.sort(torch.rand(n_train, generator=g) * width).values
     y_train = target_function(x_train) + noise * torch.randn(n_train, generator=g)
@@ -99,17 +109,22 @@ def nadaraya_watson(
     check_rank("x_query", x_query, 1, "(Q,)")
     check_floating("x_train", x_train)
     check_floating("x_query", x_query)
+    for name, t in (("y_train", y_train), ("x_query", x_query)):
+        if t.device != x_train.device:
+            raise ValueError(f"{name} must be on x_train's device ({x_train.device}), got {t.device}")
     check_size("number of training values y_train (N)", x_train.shape[0], y_train.shape[0])
     if x_train.shape[0] == 0:
         raise ValueError("x_train must hold at least one point, got shape (0,)")
-    if kernel not in KERNELS:
+    if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
-    number = isinstance(bandwidth, (int, float)) and not isinstance(bandwidth, bool)
-    if not (number or isinstance(bandwidth, torch.Tensor) and bandwidth.dim() == 0):
+    number = isinstance(bandwidth, numbers.Real) and not isinstance(bandwidth, bool)
+    scalar = isinstance(bandwidth, torch.Tensor) and bandwidth.dim() == 0 and not (
+        bandwidth.dtype == torch.bool or bandwidth.is_complex())
+    if not (number or scalar):
         raise ValueError(f"bandwidth must be a positive number, got {bandwidth!r} "
                          f"({type(bandwidth).__name__})")
-    if not bandwidth > 0:
-        raise ValueError(f"bandwidth must be > 0, got {bandwidth}")
+    if not (bandwidth > 0 and math.isfinite(bandwidth)):  # NaN fails the first test
+        raise ValueError(f"bandwidth must be > 0 and finite, got {bandwidth}")
     diff = x_query[:, None] - x_train[None, :]  # (Q, N)
     log_k = KERNELS[kernel](diff / bandwidth)  # (Q, N)
     unreached = torch.isinf(log_k).all(dim=1, keepdim=True)  # (Q, 1): no key inside the kernel
@@ -140,6 +155,8 @@ class NWKernelRegression(nn.Module):
         check_size("number of training values y_train (N)", x_train.shape[0], y_train.shape[0])
         if x_train.shape[0] == 0:
             raise ValueError("x_train must hold at least one point, got shape (0,)")
+        check_bool("per_key", per_key)
+        init = check_real("init", init)
         self.register_buffer("x_train", x_train.detach().clone())
         self.register_buffer("y_train", y_train.detach().to(x_train.dtype).clone())
         shape = (x_train.shape[0],) if per_key else (1,)
@@ -149,6 +166,11 @@ class NWKernelRegression(nn.Module):
 
     def forward(self, queries: torch.Tensor, leave_one_out: bool = False) -> torch.Tensor:
         check_rank("queries", queries, 1, "(Q,)")
+        check_floating("queries", queries)
+        if queries.device != self.x_train.device:
+            raise ValueError(f"queries must be on the model's device ({self.x_train.device}), "
+                             f"got {queries.device}")
+        check_bool("leave_one_out", leave_one_out)
         diff = queries[:, None] - self.x_train[None, :]  # (Q, N)
         scores = -((diff * self.w) ** 2) / 2  # (Q, N); w broadcasts over keys
         if leave_one_out:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .checks import check_rank
+from .checks import check_int, check_rank
 
 if TYPE_CHECKING:
     from .transformer import DecoderLM
@@ -65,8 +65,7 @@ def generate(
     ``KVCache`` (positions continue from the cache length); without, each step re-runs the
     whole sequence. Both give the same tokens. The model is put in eval mode and left so."""
     check_rank("prompt", prompt, 2, "(B, T0)")
-    if isinstance(num_new, bool) or not isinstance(num_new, int) or num_new < 0:
-        raise ValueError(f"num_new must be an int ≥ 0, got {num_new!r}")
+    num_new = check_int("num_new", num_new, 0)
     if prompt.shape[1] + num_new > model.max_len:
         raise ValueError(f"prompt length + num_new must be at most max_len={model.max_len}, "
                          f"got {prompt.shape[1]} + {num_new}")

@@ -7,12 +7,13 @@ Mask convention: a valid length ``n`` keeps the first ``n`` keys of a row; in bo
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 
-from .checks import check_floating, check_mask, check_positive_int, check_rank
+from .checks import as_device, check_floating, check_int, check_mask, check_positive_int, check_rank
 
 __all__ = [
     "valid_lens_to_mask", "sequence_mask", "masked_softmax", "softmax_with_mask", "causal_mask",
@@ -23,9 +24,17 @@ ValidLens = torch.Tensor | Sequence[int] | None
 
 def _as_lens(valid_lens: torch.Tensor | Sequence[int], device: torch.device) -> torch.Tensor:
     if not isinstance(valid_lens, torch.Tensor):
-        valid_lens = torch.as_tensor(valid_lens)
-    if valid_lens.is_floating_point() or valid_lens.is_complex() or valid_lens.dtype == torch.bool:
+        try:
+            valid_lens = torch.as_tensor(valid_lens)
+        except (TypeError, ValueError, RuntimeError) as error:  # ragged, a string, too large
+            raise ValueError(f"valid_lens must be a tensor or a (nested) list of ints, got "
+                             f"{valid_lens!r:.60} ({error})") from None
+    if valid_lens.numel() == 0:
+        valid_lens = valid_lens.to(torch.long)  # `[]` (a batch of 0) arrives as float32
+    elif valid_lens.is_floating_point() or valid_lens.is_complex() or valid_lens.dtype == torch.bool:
         raise ValueError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
+    if valid_lens.device.type == "meta" and device.type != "meta":
+        raise ValueError(f"valid_lens must be on a device that holds data ({device}), got 'meta'")
     return valid_lens.to(device=device, dtype=torch.long)
 
 
@@ -39,7 +48,7 @@ def lens_hidden(
     ``empty`` is a boolean (B, 1 or Q, 1), True where the valid length is 0, or None when no
     length is 0 (the common case: nothing to zero afterwards).
     """
-    lens = _as_lens(valid_lens, torch.device(device))
+    lens = _as_lens(valid_lens, as_device("device", device))
     if lens.shape == (batch,):
         lens = lens[:, None]  # (B, 1)
     elif lens.shape != (batch, queries):
@@ -70,25 +79,39 @@ def valid_lens_to_mask(
     Returns (B, 1, K) for (B,) and (B, Q, K) for (B, Q): it broadcasts against (B, Q, K).
     Raises ValueError for a wrong shape, a float dtype, or a length outside [0, K].
     """
+    batch, queries, keys = (check_int(name, size) for name, size in (
+        ("batch", batch), ("queries", queries), ("keys", keys)))
     return ~lens_hidden(valid_lens, batch, queries, keys, device)[0]
 
 
 def sequence_mask(
     X: torch.Tensor, valid_len: torch.Tensor | Sequence[int], value: float = 0
 ) -> torch.Tensor:
-    """Return a copy of ``X`` with every entry past its row's valid length set to ``value``.
+    """Return a copy of ``X`` where every time step past its row's valid length is ``value``.
 
-    ``X`` is (B, T) with ``valid_len`` (B,), or (B, Q, K) with ``valid_len`` (B,) or (B, Q).
-    The input is never modified (the textbook version writes into it).
+    As d2l's ``sequence_mask``: ``X`` is (B, T) or (B, T, ...), masked along axis 1 (time
+    steps), with ``valid_len`` (B,): entries ``X[b, t, ...]`` with ``t >= valid_len[b]`` become
+    ``value``. The input is never modified (the textbook version writes into it). For a mask
+    over the keys of (B, Q, K) scores, use ``valid_lens_to_mask`` or ``masked_softmax``.
     """
-    if not isinstance(X, torch.Tensor) or X.dim() not in (2, 3):
+    if not isinstance(X, torch.Tensor) or X.dim() < 2:
         shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-        raise ValueError(f"X must have shape (B, T) or (B, Q, K), got {shape}")
-    squeeze = X.dim() == 2
-    X3 = X[:, None, :] if squeeze else X  # (B, Q, K), a view: nothing is written
-    hidden, _ = lens_hidden(valid_len, X3.shape[0], X3.shape[1], X3.shape[2], X.device)
-    out = X3.masked_fill(hidden, value)  # new tensor
-    return out[:, 0, :] if squeeze else out
+        raise ValueError(f"X must have shape (B, T) or (B, T, ...), got {shape}")
+    kind = numbers.Complex if X.is_complex() else numbers.Real if X.is_floating_point() \
+        else numbers.Integral
+    if not isinstance(value, kind) or isinstance(value, bool) and X.dtype != torch.bool:
+        raise ValueError(f"value must be a number that X's dtype {X.dtype} holds, got {value!r}")
+    B, T = X.shape[:2]
+    lens = _as_lens(valid_len, X.device)
+    if lens.shape != (B,):
+        raise ValueError(f"valid_len must have shape (B,)=({B},), one length per row of X, "
+                         f"got {tuple(lens.shape)}")
+    if lens.numel():
+        lo, hi = (int(n) for n in torch.aminmax(lens))
+        if lo < 0 or hi > T:
+            raise ValueError(f"valid_len must lie in [0, T] = [0, {T}], got values from {lo} to {hi}")
+    hidden = torch.arange(T, device=X.device) >= lens[:, None]  # (B, T), True = past the length
+    return X.masked_fill(hidden.reshape(B, T, *[1] * (X.dim() - 2)), value)  # new tensor
 
 
 def empty_rows(mask: torch.Tensor) -> torch.Tensor | None:

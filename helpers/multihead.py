@@ -11,7 +11,10 @@ import torch
 from torch import nn
 
 from .attention import attend, check_qkv
-from .checks import check_positive_int, check_rank, check_size
+from .checks import (
+    check_bool, check_like, check_positive_int, check_probability, check_rank, check_real,
+    check_size,
+)
 from .kv_cache import KVCache
 from .masking import ValidLens, attention_hidden
 from .rotary import apply_rotary
@@ -22,7 +25,7 @@ __all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output"]
 def transpose_qkv(X: torch.Tensor, num_heads: int) -> torch.Tensor:
     """Split the last axis into heads: (B, T, N) → (B, H, T, N/H)."""
     check_rank("X", X, 3, "(B, T, N)")
-    check_positive_int("num_heads", num_heads)
+    num_heads = check_positive_int("num_heads", num_heads)
     B, T, N = X.shape
     if N % num_heads:
         raise ValueError(f"feature size N={N} must be divisible by num_heads={num_heads}")
@@ -39,11 +42,15 @@ def transpose_output(X: torch.Tensor) -> torch.Tensor:
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention with projections ``W_q``, ``W_k``, ``W_v``, ``W_o``.
 
+    ``MultiHeadAttention(num_hiddens, num_heads, *, dropout=0.0, bias=False, query_size=None,
+    key_size=None, value_size=None)``: everything after the two sizes is keyword-only (d2l-zh
+    passes ``key_size, query_size, value_size`` first; that order raises a ValueError).
     Queries (B, Q, query_size), keys (B, K, key_size), values (B, K, value_size); sizes
     default to ``num_hiddens``. ``forward(...)`` → (B, Q, num_hiddens). With ``need_weights``
     (the default) the weights of the last call are kept in ``attention_weights`` (B, H, Q, K);
     with ``need_weights=False`` it calls ``F.scaled_dot_product_attention`` (fused on a GPU)
-    and ``attention_weights`` is None. With copied weights it equals
+    and ``attention_weights`` is None. Keys and values past every query's valid length change
+    nothing, even holding NaN or inf. With copied weights it equals
     ``nn.MultiheadAttention(num_hiddens, H, kdim=key_size, vdim=value_size, batch_first=True)``.
 
     ``causal=True``: a key takes part only if it is within the valid length **and** not in the
@@ -54,17 +61,21 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(
-        self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False,
-        query_size: int | None = None, key_size: int | None = None, value_size: int | None = None,
-        *, rotary: bool = False, rotary_base: float = 10000.0,
+        self, num_hiddens: int, num_heads: int, *misplaced: object, dropout: float = 0.0,
+        bias: bool = False, query_size: int | None = None, key_size: int | None = None,
+        value_size: int | None = None, rotary: bool = False, rotary_base: float = 10000.0,
     ) -> None:
         super().__init__()
+        if misplaced:  # `*misplaced` instead of a bare `*`: a ValueError that says what to write
+            raise ValueError(_keyword_only_message((num_hiddens, num_heads, *misplaced)))
         query_size, key_size, value_size = (num_hiddens if size is None else size
                                             for size in (query_size, key_size, value_size))
-        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads),
-                           ("query_size", query_size), ("key_size", key_size),
-                           ("value_size", value_size)):
-            check_positive_int(name, size)
+        num_hiddens, num_heads, query_size, key_size, value_size = (
+            check_positive_int(name, size) for name, size in (
+                ("num_hiddens", num_hiddens), ("num_heads", num_heads), ("query_size", query_size),
+                ("key_size", key_size), ("value_size", value_size)))
+        check_bool("bias", bias)
+        check_bool("rotary", rotary)
         if num_hiddens % num_heads:
             raise ValueError(
                 f"num_hiddens must be divisible by num_heads: got num_hiddens={num_hiddens}, "
@@ -74,9 +85,9 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"rotary needs an even head size, got num_hiddens/num_heads = "
                              f"{num_hiddens}/{num_heads} = {num_hiddens // num_heads}")
         self.num_heads = num_heads
-        self.dropout = dropout
+        self.dropout = check_probability("dropout", dropout)
         self.rotary = rotary
-        self.rotary_base = rotary_base
+        self.rotary_base = check_real("rotary_base", rotary_base, above=1.0)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
         self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
@@ -92,6 +103,8 @@ class MultiHeadAttention(nn.Module):
         for name, layer, x in (("queries", self.W_q, queries), ("keys", self.W_k, keys),
                                ("values", self.W_v, values)):
             check_size(f"feature size of {name}", layer.in_features, x.shape[-1])
+        check_like("queries", queries, "the module's parameters", self.W_q.weight)
+        check_bool("need_weights", need_weights)
         B, Q, _ = queries.shape
         q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
         k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K_new, N/H)
@@ -115,3 +128,24 @@ class MultiHeadAttention(nn.Module):
             q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
             is_causal=is_causal)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)
+
+
+def _keyword_only_message(args: tuple[object, ...]) -> str:
+    """Say that only num_hiddens and num_heads are positional, and show the call to write."""
+    if len(args) == 6 and not isinstance(args[3], bool):  # d2l-zh's order (ours has bias 4th)
+        key_size, query_size, value_size, num_hiddens, num_heads, dropout = args
+        call = (f"MultiHeadAttention({num_hiddens!r}, {num_heads!r}, dropout={dropout!r}, "
+                f"query_size={query_size!r}, key_size={key_size!r}, value_size={value_size!r})")
+        order = " in d2l-zh's order (key_size, query_size, value_size, num_hiddens, num_heads, dropout)"
+    elif len(args) > 7:
+        call = ("MultiHeadAttention(num_hiddens, num_heads, dropout=..., bias=..., query_size=..., "
+                "key_size=..., value_size=...)")
+        order = ""
+    else:
+        names = ("num_hiddens", "num_heads", "dropout", "bias", "query_size", "key_size", "value_size")
+        parts = [repr(a) if i < 2 else f"{name}={a!r}" for i, (name, a) in enumerate(zip(names, args))]
+        call = f"MultiHeadAttention({', '.join(parts)})"
+        order = ""
+    return (f"MultiHeadAttention takes only num_hiddens and num_heads by position; dropout, bias, "
+            f"query_size, key_size and value_size are keyword-only. Got {len(args)} positional "
+            f"arguments {args!r}{order}: write {call}")

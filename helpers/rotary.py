@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_floating
+from .checks import check_floating, check_real
 
 __all__ = ["apply_rotary", "rotary_angles"]
 
@@ -45,8 +45,7 @@ def apply_rotary(
     T, D = x.shape[-2:]
     if D % 2:
         raise ValueError(f"the feature size D must be even (pairs of features rotate), got D={D}")
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not 1.0 < float(base) < float("inf"):
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    base = check_real("base", base, above=1.0)
     if positions is None:
         positions = torch.arange(T, device=x.device)
     elif not isinstance(positions, torch.Tensor) or positions.shape != (T,):
@@ -55,7 +54,7 @@ def apply_rotary(
     elif positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
         raise ValueError(f"positions must hold integers, got dtype {positions.dtype}")
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angles = rotary_angles(positions.to(x.device), D, base=float(base),
+    angles = rotary_angles(positions.to(x.device), D, base=base,
                            dtype=torch.float32 if x.device.type == "mps" else torch.float64)
     cos, sin = angles.cos().to(work), angles.sin().to(work)  # (T, D/2)
     xw = x.to(work)  # a copy only when the dtype changes; nothing below writes into it

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_positive_int, check_rank, check_size
+from .checks import check_positive_int, check_probability, check_rank, check_size
 from .kv_cache import KVCache
 from .masking import ValidLens
 from .multihead import MultiHeadAttention
@@ -20,11 +20,6 @@ __all__ = ["TransformerBlock", "DecoderLM", "POSITIONAL"]
 
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 POSITIONAL = ("sinusoidal", "rope", "none")
-
-
-def _check_dropout(p: object) -> None:
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
-        raise ValueError(f"dropout must be a probability in [0, 1), got {p!r}")
 
 
 class TransformerBlock(nn.Module):
@@ -43,7 +38,7 @@ class TransformerBlock(nn.Module):
     ) -> None:
         super().__init__()
         check_positive_int("ffn_hiddens", ffn_hiddens)
-        _check_dropout(dropout)
+        check_probability("dropout", dropout)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout=dropout, bias=True,

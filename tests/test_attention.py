@@ -263,3 +263,104 @@ def test_additive_rejects_bad_sizes(kwargs):
     name, value = next(iter(kwargs.items()))
     with pytest.raises(ValueError, match=rf"{name} must be a positive int, got {value}"):
         AdditiveAttention(**sizes)
+
+
+def padded_formula(q, k, v, lens):
+    """softmax(q kᵀ/√D) v over the first lens[b] keys only, in float64, by slicing: the padding
+    is never read."""
+    out = torch.zeros(q.shape[0], q.shape[1], v.shape[-1], dtype=torch.float64)
+    for b, n in enumerate(lens):
+        if n:
+            s = q[b].double() @ k[b, :n].double().T / math.sqrt(q.shape[-1])  # (Q, n)
+            out[b] = torch.softmax(s, -1) @ v[b, :n].double()
+    return out
+
+
+def poison(x: torch.Tensor, lens: list[int]) -> torch.Tensor:
+    """A copy of x (B, K, size) with NaN, inf and -inf in the rows past each valid length."""
+    x = x.clone()
+    for b, n in enumerate(lens):
+        x[b, n:] = torch.tensor([float("nan"), float("inf"), float("-inf")]).repeat(x.shape[-1])[: x.shape[-1]]
+    return x
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_nan_or_inf_in_padding_changes_nothing_dot_product(need_weights):
+    # Notebook 03: "padding changes nothing". A weight of exactly 0 is not enough (0 · NaN = NaN):
+    # rows that no query may see must not reach the output at all, on both paths.
+    q, k, v = qkv("cpu")
+    lens = [2, 0]
+    expected = padded_formula(q, k, v, lens)
+    out = DotProductAttention()(q, poison(k, lens), poison(v, lens), torch.tensor(lens),
+                                need_weights=need_weights)
+    torch.testing.assert_close(out.double(), expected, **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("mask_shape", [(5,), (2, 1, 5), (1, 5)])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_nan_in_padding_changes_nothing_scaled_dot_product(mask_shape, need_weights):
+    from helpers import scaled_dot_product
+
+    q, k, v = qkv("cpu")
+    lens = [3, 3] if len(mask_shape) < 3 else [3, 1]
+    mask = (torch.arange(5) < torch.tensor(lens)[:, None, None])  # (B, 1, K)
+    mask = mask.reshape(mask_shape) if len(mask_shape) == 3 else mask[0, 0].reshape(mask_shape)
+    out, _ = scaled_dot_product(q, poison(k, lens), poison(v, lens), mask, need_weights=need_weights)
+    torch.testing.assert_close(out.double(), padded_formula(q, k, v, lens), **TOL[torch.float32])
+
+
+def test_nan_in_padding_changes_nothing_additive():
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((2, 3, 4), (2, 6, 2), (2, 6, 3)))
+    attn = AdditiveAttention(key_size=2, query_size=4, num_hiddens=5).double()
+    lens = [4, 1]
+    expected, _ = additive_reference(q, k, v, attn.W_q.weight.detach(), attn.W_k.weight.detach(),
+                                     attn.w_v.weight[0].detach(), lens)
+    out = attn(q, poison(k, lens), poison(v, lens), torch.tensor(lens))
+    torch.testing.assert_close(out, expected)
+    assert (attn.attention_weights[0, :, 4:] == 0).all() and (attn.attention_weights[1, :, 1:] == 0).all()
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_only_rows_that_no_query_sees_are_cleared(need_weights):
+    # Per-query lengths: key 4 of row 0 is seen by no query (cleared, NaN or not); key 3 is seen
+    # by query 2, so a NaN there is data and shows in query 2's output.
+    q, k, v = qkv("cpu")
+    lens = torch.tensor([[1, 2, 4], [5, 5, 5]])
+    unseen, seen = v.clone(), v.clone()
+    unseen[0, 4], seen[0, 3] = float("nan"), float("nan")
+    attn = DotProductAttention()
+    torch.testing.assert_close(attn(q, k, unseen, lens, need_weights=need_weights),
+                               attn(q, k, v, lens, need_weights=need_weights))
+    out = attn(q, k, seen, lens, need_weights=need_weights)
+    assert torch.isnan(out[0, 2]).all() and torch.isfinite(out[1]).all()
+
+
+def test_scaled_dot_product_key_mask_on_both_paths_matches_formula():
+    # A (K,) mask used to raise IndexError without weights (the fused path took it as (1, K)).
+    from helpers import scaled_dot_product
+
+    q, k, v = qkv("cpu", dtype=torch.float64)
+    keep = torch.tensor([True, False, True, True, False])
+    expected = torch.softmax((q @ k.transpose(1, 2) / 2).masked_fill(~keep, float("-inf")), -1) @ v
+    for need_weights in (True, False):
+        out, _ = scaled_dot_product(q, k, v, keep, need_weights=need_weights)
+        torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_scaled_dot_product_checks_batch_sizes_and_dtypes_without_a_mask(need_weights):
+    from helpers import scaled_dot_product
+
+    q, k, v = qkv("cpu")
+    with pytest.raises(ValueError, match=r"must broadcast together, got \(2,\), \(3,\) and \(2,\)"):
+        scaled_dot_product(q, torch.randn(3, 5, 4), v, need_weights=need_weights)
+    with pytest.raises(ValueError, match=r"keys must have the dtype and device of queries "
+                                         r"\(torch.float32 on cpu\), got torch.float64 on cpu"):
+        scaled_dot_product(q, k.double(), v, need_weights=need_weights)
+    with pytest.raises(ValueError, match=r"dropout_p must be a probability in \[0, 1\), got -0.5"):
+        scaled_dot_product(q, k, v, dropout_p=-0.5, need_weights=need_weights)
+    # keys shared by the batch broadcast, as in torch.matmul
+    out, _ = scaled_dot_product(q, k[:1], v[:1], need_weights=need_weights)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k[:1].expand(2, -1, -1),
+                                                                   v[:1].expand(2, -1, -1)))

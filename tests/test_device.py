@@ -36,5 +36,12 @@ def test_set_seed_makes_every_generator_repeat():
 
 
 def test_set_seed_rejects_non_int():
-    with pytest.raises(ValueError, match="seed must be an int, got float"):
+    with pytest.raises(ValueError, match=r"seed must be an int in \[-2\*\*63, 2\*\*64\), got 1.5"):
         set_seed(1.5)
+
+
+def test_set_seed_takes_numpy_ints():
+    set_seed(np.int64(7))
+    first = draw()
+    set_seed(7)
+    assert draw() == first

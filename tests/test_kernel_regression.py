@@ -71,8 +71,11 @@ def test_make_regression_data_shapes_sorting_and_ranges():
     (dict(n_train=0), "n_train must be a positive int, got 0"),
     (dict(n_test=0), "n_test must be a positive int, got 0"),
     (dict(n_train=2.5), "n_train must be a positive int, got 2.5"),
-    (dict(width=0.0), "width=0.0"),
-    (dict(noise=-1.0), "noise=-1.0"),
+    (dict(width=0.0), "width must be a finite number > 0, got 0.0"),
+    (dict(noise=-1.0), "noise must be a finite number >= 0, got -1.0"),
+    (dict(width=float("nan")), "width must be a finite number > 0, got nan"),
+    (dict(width=float("inf")), "width must be a finite number > 0, got inf"),
+    (dict(noise=float("nan")), "noise must be a finite number >= 0, got nan"),
 ])
 def test_make_regression_data_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -343,3 +346,25 @@ def test_parametric_model_copies_its_training_data_and_leaves_inputs_unchanged()
 def test_parametric_model_rejects_bad_input(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.mark.parametrize("init", [float("nan"), float("inf"), float("-inf")])
+def test_parametric_model_rejects_non_finite_init(init):
+    d = small_data()
+    with pytest.raises(ValueError, match=rf"init must be a finite number, got {init}"):
+        NWKernelRegression(d.x_train, d.y_train, init=init)
+
+
+def test_numpy_scalars_are_accepted_as_numbers():
+    import numpy as np
+
+    d = small_data()
+    for bandwidth in (np.float32(0.5), np.float64(0.5)):
+        torch.testing.assert_close(nadaraya_watson(d.x_train, d.y_train, d.x_test, bandwidth=bandwidth),
+                                   nadaraya_watson(d.x_train, d.y_train, d.x_test, bandwidth=0.5))
+    e = make_regression_data(n_train=np.int64(9), n_test=np.int64(4), width=np.float32(3.0),
+                             noise=np.float64(0.0), seed=np.int64(1))
+    f = make_regression_data(n_train=9, n_test=4, width=3.0, noise=0.0, seed=1)
+    assert all(torch.equal(getattr(e, n), getattr(f, n)) for n in ("x_train", "y_train", "x_test"))
+    model = NWKernelRegression(d.x_train, d.y_train, init=np.float32(2.5))
+    assert model.w.item() == 2.5

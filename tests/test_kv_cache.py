@@ -80,7 +80,7 @@ def test_generate_checks_its_arguments():
     prompt = torch.zeros(1, 4, dtype=torch.long)
     with pytest.raises(ValueError, match=r"prompt length \+ num_new must be at most max_len=6, got 4 \+ 3"):
         generate(model, prompt, 3)
-    with pytest.raises(ValueError, match=r"num_new must be an int ≥ 0, got -1"):
+    with pytest.raises(ValueError, match=r"num_new must be an int >= 0, got -1"):
         generate(model, prompt, -1)
     with pytest.raises(ValueError, match=r"prompt must have 2 dimensions \(B, T0\), got 1"):
         generate(model, torch.zeros(4, dtype=torch.long), 1)

@@ -41,11 +41,35 @@ def test_sequence_mask_2d_matches_loop_and_leaves_input(device):
     torch.testing.assert_close(X, before)  # the textbook version writes into X
 
 
-def test_sequence_mask_3d_with_per_query_lengths(device):
-    X = torch.ones(2, 3, 5, device=device)
-    out = sequence_mask(X, torch.tensor([[0, 2, 5], [1, 1, 3]], device=device))
-    assert out.sum(-1).tolist() == [[0.0, 2.0, 5.0], [1.0, 1.0, 3.0]]
-    assert X.sum().item() == 30.0
+def test_sequence_mask_3d_masks_time_steps_as_d2l_does(device):
+    """d2l's own example: X (B, T, F) = ones(2, 3, 4), valid_len [1, 2], value=-1 masks whole
+    time steps (axis 1), not the last axis."""
+    X = torch.ones(2, 3, 4, device=device)
+    out = sequence_mask(X, torch.tensor([1, 2], device=device), value=-1)
+    expected = torch.tensor([[[1.0] * 4, [-1.0] * 4, [-1.0] * 4],
+                             [[1.0] * 4, [1.0] * 4, [-1.0] * 4]], device=device)
+    torch.testing.assert_close(out, expected)
+    assert torch.equal(X, torch.ones(2, 3, 4, device=device))  # the input is untouched
+
+
+def test_sequence_mask_any_trailing_dims_matches_loop():
+    X = torch.randn(3, 4, 2, 5)
+    lens = [0, 4, 2]
+    out = sequence_mask(X, lens, value=7.5)
+    for b, n in enumerate(lens):
+        for t in range(4):
+            assert torch.equal(out[b, t], X[b, t] if t < n else torch.full((2, 5), 7.5))
+
+
+@pytest.mark.parametrize("lens, match", [
+    ([[0, 2, 5], [1, 1, 3]], r"valid_len must have shape \(B,\)=\(2,\), one length per row of X, got \(2, 3\)"),
+    ([1, 4], r"valid_len must lie in \[0, T\] = \[0, 3\], got values from 1 to 4"),
+])
+def test_sequence_mask_3d_rejects_per_query_or_too_long_lengths(lens, match):
+    # (B, Q) lengths over the last axis was this helper's old meaning: now an error, not a silent
+    # mask along another axis (valid_lens_to_mask / masked_softmax do per-query key masks)
+    with pytest.raises(ValueError, match=match):
+        sequence_mask(torch.ones(2, 3, 5), torch.tensor(lens))
 
 
 @pytest.mark.parametrize("lens", [[2, 3], [[1, 3], [2, 4]], [[0, 4], [4, 0]], [0, 0]])
@@ -136,7 +160,7 @@ def test_bad_scores_raise_value_error(X, match):
 
 
 def test_sequence_mask_rejects_wrong_rank():
-    with pytest.raises(ValueError, match=r"\(B, T\) or \(B, Q, K\), got \(5,\)"):
+    with pytest.raises(ValueError, match=r"\(B, T\) or \(B, T, \.\.\.\), got \(5,\)"):
         sequence_mask(torch.ones(5), torch.tensor([1]))
 
 

@@ -135,3 +135,55 @@ def test_wrong_feature_size_named():
 def test_split_and_merge_reject_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_nan_in_padded_positions_changes_nothing(need_weights):
+    # Self-attention over a padded batch: whatever sits past the valid length (here NaN / inf)
+    # must not reach the valid outputs, exactly as if the padding were zeros.
+    torch.manual_seed(6)
+    mha = MultiHeadAttention(8, 2, bias=True).eval()
+    ref = copy_into_torch(mha, True, 8, 8)
+    x = torch.randn(2, 5, 8)
+    lens = torch.tensor([3, 5])
+    dirty = x.clone()
+    dirty[0, 3] = float("nan")
+    dirty[0, 4] = float("inf")
+    expected, _ = ref(x, x, x, key_padding_mask=torch.arange(5)[None, :] >= lens[:, None])
+    out = mha(x, dirty, dirty, lens, need_weights=need_weights)  # queries clean: keys and values padded
+    torch.testing.assert_close(out, expected)
+
+
+def test_sizes_are_keyword_only_and_d2l_order_is_explained():
+    import inspect
+
+    params = inspect.signature(MultiHeadAttention).parameters
+    assert [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == ["num_hiddens", "num_heads"]
+    assert {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY} == {
+        "dropout", "bias", "query_size", "key_size", "value_size", "rotary", "rotary_base"}
+    # d2l-zh: MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout)
+    with pytest.raises(ValueError, match=r"keyword-only.*d2l-zh's order.*write MultiHeadAttention"
+                                         r"\(16, 4, dropout=0.5, query_size=12, key_size=10, value_size=14\)"):
+        MultiHeadAttention(10, 12, 14, 16, 4, 0.5)
+    with pytest.raises(ValueError, match=r"write MultiHeadAttention\(16, 4, dropout=0.5\)"):
+        MultiHeadAttention(16, 4, 0.5)  # d2l-en passes dropout third
+    mha = MultiHeadAttention(16, 4, dropout=0.5, query_size=12, key_size=10, value_size=14)
+    assert (mha.W_q.in_features, mha.W_k.in_features, mha.W_v.in_features, mha.dropout) == (12, 10, 14, 0.5)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(dropout=1.5), r"dropout must be a probability in \[0, 1\), got 1.5"),
+    (dict(dropout=-0.5), r"dropout must be a probability in \[0, 1\), got -0.5"),
+    (dict(bias="yes"), r"bias must be True or False, got 'yes'"),
+])
+def test_bad_hyper_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MultiHeadAttention(8, 2, **kwargs)
+
+
+def test_numpy_sizes_are_accepted():
+    import numpy as np
+
+    mha = MultiHeadAttention(np.int64(8), np.int64(2), key_size=np.int64(5), dropout=np.float32(0.25))
+    assert mha.W_k.in_features == 5 and mha.num_heads == 2 and mha.dropout == 0.25
+    assert mha(torch.randn(1, 2, 8), torch.randn(1, 3, 5), torch.randn(1, 3, 8)).shape == (1, 2, 8)

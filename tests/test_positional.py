@@ -73,3 +73,23 @@ def test_bad_input(shape, match):
 def test_bad_configuration(kwargs, match):
     with pytest.raises(ValueError, match=match):
         PositionalEncoding(**kwargs)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
+def test_integer_or_bool_input_is_rejected_not_truncated(dtype):
+    # X + P.to(X.dtype) used to cast P to integers: sin/cos in (-1, 1) became zeros, silently.
+    with pytest.raises(ValueError, match=rf"X must be a floating-point tensor, got dtype {dtype}"):
+        PositionalEncoding(6)(torch.zeros(1, 4, 6, dtype=dtype))
+
+
+@pytest.mark.parametrize("dropout", [1.5, -0.5, 1.0, float("nan")])
+def test_dropout_outside_0_1_is_rejected(dropout):
+    with pytest.raises(ValueError, match=rf"dropout must be a probability in \[0, 1\), got {dropout}"):
+        PositionalEncoding(6, dropout=dropout)
+
+
+def test_numpy_sizes_are_accepted():
+    import numpy as np
+
+    pe = PositionalEncoding(np.int64(6), max_len=np.int64(12))
+    torch.testing.assert_close(pe(torch.zeros(1, 12, 6))[0], sinusoidal_table(12, 6))

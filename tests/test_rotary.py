@@ -88,8 +88,8 @@ def test_every_dtype_keeps_its_dtype_and_is_close_to_float64(device, dtype):
     (dict(x=torch.ones(2, 4, dtype=torch.long)), r"x must be a floating-point tensor"),
     (dict(x=torch.randn(3, 4), positions=torch.arange(2)), r"positions must have shape \(T,\) = \(3,\), got \(2,\)"),
     (dict(x=torch.randn(3, 4), positions=torch.zeros(3)), r"positions must hold integers, got dtype torch.float32"),
-    (dict(x=torch.randn(3, 4), base=1.0), r"base must be a finite number > 1, got 1.0"),
-    (dict(x=torch.randn(3, 4), base=float("inf")), r"base must be a finite number > 1"),
+    (dict(x=torch.randn(3, 4), base=1.0), r"base must be a finite number > 1.0, got 1.0"),
+    (dict(x=torch.randn(3, 4), base=float("inf")), r"base must be a finite number > 1.0, got inf"),
     (dict(x=[[1.0, 2.0]]), r"x must be a tensor of shape \(\.\.\., T, D\), got list"),
 ])
 def test_bad_input(kwargs, match):
