@@ -133,6 +133,7 @@ class DotProductAttention(nn.Module):
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=True)
         check_bool("need_weights", need_weights)
+        check_bool("causal", causal)
         B, Q, _ = queries.shape
         K = keys.shape[1]
         is_causal = causal and valid_lens is None and Q == K and not need_weights

@@ -189,8 +189,9 @@ def causal_mask(
     instead (query i sees keys j ≤ i): the same when Q = K, different when Q ≠ K
     (``torch.nn.attention.bias.causal_lower_right`` is PyTorch's lower-right variant).
     """
-    check_positive_int("num_queries", num_queries)
-    check_positive_int("num_keys", num_keys)
+    num_queries = check_positive_int("num_queries", num_queries)
+    num_keys = check_positive_int("num_keys", num_keys)
+    device = None if device is None else as_device("device", device)
     queries = torch.arange(num_queries, device=device)[:, None]  # (Q, 1)
     keys = torch.arange(num_keys, device=device)[None, :]  # (1, K)
     return keys <= queries + (num_keys - num_queries)  # (Q, K)

@@ -105,6 +105,9 @@ class MultiHeadAttention(nn.Module):
             check_size(f"feature size of {name}", layer.in_features, x.shape[-1])
         check_like("queries", queries, "the module's parameters", self.W_q.weight)
         check_bool("need_weights", need_weights)
+        check_bool("causal", causal)
+        if cache is not None and not isinstance(cache, KVCache):
+            raise ValueError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         B, Q, _ = queries.shape
         q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
         k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K_new, N/H)

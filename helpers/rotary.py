@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_floating, check_real
+from .checks import check_bool, check_floating, check_real
 
 __all__ = ["apply_rotary", "rotary_angles"]
 
@@ -46,6 +46,7 @@ def apply_rotary(
     if D % 2:
         raise ValueError(f"the feature size D must be even (pairs of features rotate), got D={D}")
     base = check_real("base", base, above=1.0)
+    check_bool("interleaved", interleaved)
     if positions is None:
         positions = torch.arange(T, device=x.device)
     elif not isinstance(positions, torch.Tensor) or positions.shape != (T,):

@@ -54,6 +54,7 @@ class TransformerBlock(nn.Module):
         cache: KVCache | None = None, need_weights: bool = True,
     ) -> torch.Tensor:
         check_rank("X", X, 3, "(B, T, N)")
+        check_size("feature size of X (num_hiddens)", self.norm1.normalized_shape[0], X.shape[-1])
         Y = self.norm1(X)
         X = X + self.dropout(self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache,
                                             need_weights=need_weights))  # (B, T, N)
@@ -77,9 +78,10 @@ class DecoderLM(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers),
-                            ("max_len", max_len)):
-            check_positive_int(name, value)
+        vocab_size, num_hiddens, num_heads, num_layers, max_len = (
+            check_positive_int(name, value) for name, value in (
+                ("vocab_size", vocab_size), ("num_hiddens", num_hiddens), ("num_heads", num_heads),
+                ("num_layers", num_layers), ("max_len", max_len)))
         if positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
         ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else ffn_hiddens

@@ -705,7 +705,105 @@ def _edge_regression() -> list[Edge]:
     ]
 
 
-EDGE: list[Edge] = _edge_attention() + _edge_functions() + _edge_regression()
+def _transformer_cases() -> list[Bad]:
+    """causal_mask, apply_rotary, TransformerBlock, DecoderLM, KVCache and generate."""
+    lm = lambda **kw: h.DecoderLM(5, 8, 2, num_layers=1, max_len=6, **kw)  # noqa: E731
+    tokens = lambda *rows: torch.tensor(rows)  # noqa: E731
+    cases = [
+        Bad("causal_mask:Q-0", lambda: h.causal_mask(0, 3), r"num_queries must be a positive int, got 0"),
+        Bad("causal_mask:K-1.5", lambda: h.causal_mask(2, 1.5), r"num_keys must be a positive int, got 1.5"),
+        Bad("causal_mask:Q-True", lambda: h.causal_mask(True, 3), r"num_queries must be a positive int, got True"),
+        Bad("causal_mask:device-gpu7", lambda: h.causal_mask(2, 3, "gpu7"), r"device must be a torch.device .* got 'gpu7'"),
+        Bad("DotProductAttention:causal-str", lambda: h.DotProductAttention()(*qkv(), causal="yes"),
+            r"causal must be True or False, got 'yes'"),
+        Bad("MultiHeadAttention:causal-1", lambda: h.MultiHeadAttention(8, 2)(t(1, 3, 8), t(1, 3, 8), t(1, 3, 8), causal=1),
+            r"causal must be True or False, got 1"),
+        Bad("MultiHeadAttention:cache-list", lambda: h.MultiHeadAttention(8, 2)(t(1, 3, 8), t(1, 3, 8), t(1, 3, 8), cache=[]),
+            r"cache must be a KVCache or None, got list"),
+        Bad("MultiHeadAttention:rotary-odd-head", lambda: h.MultiHeadAttention(6, 2, rotary=True),
+            r"rotary needs an even head size, got num_hiddens/num_heads = 6/2 = 3"),
+        Bad("MultiHeadAttention:rotary-str", lambda: h.MultiHeadAttention(8, 2, rotary="yes"),
+            r"rotary must be True or False, got 'yes'"),
+        Bad("MultiHeadAttention:rotary_base-1", lambda: h.MultiHeadAttention(8, 2, rotary=True, rotary_base=1),
+            r"rotary_base must be a finite number > 1.0, got 1"),
+        Bad("apply_rotary:odd-D", lambda: h.apply_rotary(t(3, 5)), r"D must be even .* got D=5"),
+        Bad("apply_rotary:rank-1", lambda: h.apply_rotary(t(4)), r"x must be a tensor of shape \(\.\.\., T, D\), got \(4,\)"),
+        Bad("apply_rotary:int-x", lambda: h.apply_rotary(t(3, 4, dtype=torch.long)), r"x must be a floating-point tensor, got dtype torch.int64"),
+        Bad("apply_rotary:positions-shape", lambda: h.apply_rotary(t(3, 4), torch.arange(4)),
+            r"positions must have shape \(T,\) = \(3,\), got \(4,\)"),
+        Bad("apply_rotary:positions-float", lambda: h.apply_rotary(t(3, 4), torch.zeros(3)),
+            r"positions must hold integers, got dtype torch.float32"),
+        Bad("apply_rotary:positions-list", lambda: h.apply_rotary(t(3, 4), [0, 1, 2]),
+            r"positions must have shape \(T,\) = \(3,\), got list"),
+        Bad("apply_rotary:base-nan", lambda: h.apply_rotary(t(3, 4), base=NAN), r"base must be a finite number > 1.0, got nan"),
+        Bad("apply_rotary:base-0.5", lambda: h.apply_rotary(t(3, 4), base=0.5), r"base must be a finite number > 1.0, got 0.5"),
+        Bad("TransformerBlock:ffn-0", lambda: h.TransformerBlock(8, 2, 0), r"ffn_hiddens must be a positive int, got 0"),
+        Bad("TransformerBlock:activation", lambda: h.TransformerBlock(8, 2, 16, activation="tanh"),
+            r"activation must be one of \['gelu', 'relu'\], got 'tanh'"),
+        Bad("TransformerBlock:dropout-1", lambda: h.TransformerBlock(8, 2, 16, dropout=1.0),
+            r"dropout must be a probability in \[0, 1\), got 1.0"),
+        Bad("TransformerBlock:heads", lambda: h.TransformerBlock(8, 3, 16), r"num_hiddens must be divisible by num_heads"),
+        Bad("TransformerBlock.forward:rank-2", lambda: h.TransformerBlock(8, 2, 16)(t(3, 8)),
+            r"X must have 3 dimensions \(B, T, N\), got 2 with shape \(3, 8\)"),
+        Bad("TransformerBlock.forward:width", lambda: h.TransformerBlock(8, 2, 16)(t(1, 3, 6)),
+            r"feature size of X \(num_hiddens\): expected 8, got 6"),
+        Bad("TransformerBlock.forward:lens-too-long", lambda: h.TransformerBlock(8, 2, 16)(t(1, 3, 8), [4]),
+            r"\[0, K\] = \[0, 3\], got values from 4 to 4"),
+        Bad("DecoderLM:vocab-0", lambda: h.DecoderLM(0, 8, 2, 1), r"vocab_size must be a positive int, got 0"),
+        Bad("DecoderLM:layers-1.0", lambda: h.DecoderLM(5, 8, 2, 1.0), r"num_layers must be a positive int, got 1.0"),
+        Bad("DecoderLM:positional", lambda: lm(positional="learned"),
+            r"positional must be one of \('sinusoidal', 'rope', 'none'\), got 'learned'"),
+        Bad("DecoderLM:rope-odd-head", lambda: h.DecoderLM(5, 6, 2, 1, positional="rope"),
+            r"rotary needs an even head size"),
+        Bad("DecoderLM:dropout-nan", lambda: lm(dropout=NAN), r"dropout must be a probability in \[0, 1\), got nan"),
+        Bad("DecoderLM.forward:token-too-big", lambda: lm()(tokens([0, 5])),
+            r"tokens must lie in \[0, vocab_size\) = \[0, 5\), got values from 0 to 5"),
+        Bad("DecoderLM.forward:token-negative", lambda: lm()(tokens([-1, 2])), r"got values from -1 to 2"),
+        Bad("DecoderLM.forward:float-tokens", lambda: lm()(torch.zeros(1, 3)),
+            r"tokens must be a long tensor of token ids, got dtype torch.float32"),
+        Bad("DecoderLM.forward:int32-tokens", lambda: lm()(torch.zeros(1, 3, dtype=torch.int32)),
+            r"tokens must be a long tensor of token ids, got dtype torch.int32"),
+        Bad("DecoderLM.forward:rank-1", lambda: lm()(torch.zeros(3, dtype=torch.long)),
+            r"tokens must have 2 dimensions \(B, T\), got 1 with shape \(3,\)"),
+        Bad("DecoderLM.forward:too-long", lambda: lm()(torch.zeros(1, 7, dtype=torch.long)),
+            r"sequence length must be at most max_len=6, got 7"),
+        Bad("DecoderLM.forward:cache-count", lambda: lm()(tokens([1]), cache=[]),
+            r"number of caches \(one per layer\): expected 1, got 0"),
+        Bad("KVCache.append:rank-3", lambda: h.KVCache().append(t(2, 3, 4), t(2, 3, 4)),
+            r"keys must have 4 dimensions \(B, H, T_new, N/H\), got 3 with shape \(2, 3, 4\)"),
+        Bad("generate:num_new--1", lambda: h.generate(lm(), tokens([1, 2]), -1), r"num_new must be an int >= 0, got -1"),
+        Bad("generate:num_new-1.5", lambda: h.generate(lm(), tokens([1, 2]), 1.5), r"num_new must be an int >= 0, got 1.5"),
+        Bad("generate:too-long", lambda: h.generate(lm(), tokens([1, 2]), 5),
+            r"prompt length \+ num_new must be at most max_len=6, got 2 \+ 5"),
+        Bad("generate:prompt-rank-1", lambda: h.generate(lm(), torch.tensor([1, 2]), 1),
+            r"prompt must have 2 dimensions \(B, T0\), got 1 with shape \(2,\)"),
+    ]
+    return cases
+
+
+def _edge_transformer() -> list[Edge]:
+    lm = lambda **kw: h.DecoderLM(5, 8, 2, num_layers=1, max_len=6, **kw)  # noqa: E731
+    return [
+        Edge("causal_mask:np.int64", lambda: h.causal_mask(np.int64(2), np.int64(3)),
+             lambda m: m.tolist() == [[True, True, False], [True, True, True]]),
+        Edge("causal_mask:Q>K", lambda: h.causal_mask(3, 2), lambda m: m.tolist() == [[False, False], [True, False], [True, True]]),
+        Edge("DotProductAttention:causal-Q>K-no-NaN", lambda: h.DotProductAttention()(t(1, 4, 3), t(1, 2, 3), t(1, 2, 2), causal=True),
+             lambda out: bool((out[0, :2] == 0).all()) and not out.isnan().any()),
+        Edge("MultiHeadAttention:causal+lens-0", lambda: h.MultiHeadAttention(8, 2)(t(1, 3, 8), t(1, 3, 8), t(1, 3, 8), [0], causal=True),
+             lambda out: not out.isnan().any()),
+        Edge("apply_rotary:T-0", lambda: h.apply_rotary(t(2, 0, 4)), lambda y: y.shape == (2, 0, 4)),
+        Edge("apply_rotary:np.float32-base", lambda: h.apply_rotary(t(3, 4), base=np.float32(100.0)), lambda y: y.shape == (3, 4)),
+        Edge("DecoderLM:np.int64-sizes", lambda: h.DecoderLM(np.int64(5), np.int64(8), np.int64(2), np.int64(1)),
+             lambda m: len(m.blocks) == 1),
+        Edge("DecoderLM:max_len-tokens", lambda: lm()(torch.zeros(2, 6, dtype=torch.long)), lambda out: out.shape == (2, 6, 5)),
+        Edge("DecoderLM:batch-0", lambda: lm()(torch.zeros(0, 3, dtype=torch.long)), lambda out: out.shape == (0, 3, 5)),
+        Edge("generate:num_new-0", lambda: h.generate(lm(), torch.tensor([[1, 2]]), 0), lambda out: out.tolist() == [[1, 2]]),
+        Edge("generate:np.int64", lambda: h.generate(lm(), torch.tensor([[1, 2]]), np.int64(2)), lambda out: out.shape == (1, 4)),
+    ]
+
+
+BAD += _transformer_cases()
+EDGE: list[Edge] = _edge_attention() + _edge_functions() + _edge_regression() + _edge_transformer()
 
 
 @pytest.mark.parametrize("case", BAD, ids=[c.id for c in BAD])

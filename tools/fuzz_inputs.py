@@ -134,6 +134,7 @@ RULES: dict[str, Callable[[Any], bool]] = {
     "non-negative": lambda v: _is_real(v) and v >= 0,
     "finite": _is_real,
     "flag": lambda v: isinstance(v, (bool, np.bool_)),
+    "above one": lambda v: _is_real(v) and v > 1,
     "seed": lambda v: _is_int(v) and -(2**63) <= v < 2**64,
     # a number, or a 0-d real tensor, > 0 and finite
     "bandwidth": lambda v: _is_real(v) and v > 0 or isinstance(v, torch.Tensor) and v.dim() == 0
@@ -197,6 +198,26 @@ PARAMETERS: list[tuple[str, str, Callable[[Any], Any], Callable[[Any], bool]]] =
     ("NWKernelRegression.forward(leave_one_out)", "flag",
      lambda v: h.NWKernelRegression(_x(), _x())(_x(), leave_one_out=v), lambda v: True),
     ("set_seed(seed)", "seed", lambda v: h.set_seed(v), lambda v: True),
+    ("causal_mask(num_queries)", "size", lambda v: h.causal_mask(v, 3), lambda v: True),
+    ("causal_mask(num_keys)", "size", lambda v: h.causal_mask(3, v), lambda v: True),
+    ("DotProductAttention.forward(causal)", "flag",
+     lambda v: h.DotProductAttention()(*_small_qkv(), causal=v), lambda v: True),
+    ("MultiHeadAttention.forward(causal)", "flag", lambda v: h.MultiHeadAttention(
+        8, 2, query_size=4, key_size=4, value_size=6)(*_small_qkv(), causal=v), lambda v: True),
+    ("MultiHeadAttention(rotary)", "flag", lambda v: h.MultiHeadAttention(4, 2, rotary=v), lambda v: True),
+    ("MultiHeadAttention(rotary_base)", "above one",
+     lambda v: h.MultiHeadAttention(4, 2, rotary=True, rotary_base=v), lambda v: True),
+    ("apply_rotary(base)", "above one", lambda v: h.apply_rotary(torch.zeros(3, 4), base=v), lambda v: True),
+    ("apply_rotary(interleaved)", "flag", lambda v: h.apply_rotary(torch.zeros(3, 4), interleaved=v), lambda v: True),
+    ("TransformerBlock(ffn_hiddens)", "size", lambda v: h.TransformerBlock(4, 2, v), lambda v: True),
+    ("TransformerBlock(dropout)", "probability", lambda v: h.TransformerBlock(4, 2, 8, v), lambda v: True),
+    ("DecoderLM(vocab_size)", "size", lambda v: h.DecoderLM(v, 4, 2, 1, max_len=4), lambda v: True),
+    ("DecoderLM(num_hiddens)", "size", lambda v: h.DecoderLM(3, v, 1, 1, max_len=4), lambda v: True),
+    ("DecoderLM(num_layers)", "size", lambda v: h.DecoderLM(3, 4, 2, v, max_len=4), lambda v: v <= 1000),
+    ("DecoderLM(max_len)", "size", lambda v: h.DecoderLM(3, 4, 2, 1, max_len=v), lambda v: True),
+    ("DecoderLM(dropout)", "probability", lambda v: h.DecoderLM(3, 4, 2, 1, max_len=4, dropout=v), lambda v: True),
+    ("generate(num_new)", "count", lambda v: h.generate(h.DecoderLM(3, 4, 2, 1, max_len=6),
+                                                        torch.zeros(1, 2, dtype=torch.long), v), lambda v: v <= 4),
 ]
 HUGE_SIZE = 10**6  # sizes above this would allocate too much: not tried as sizes
 
