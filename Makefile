@@ -37,7 +37,7 @@ define check_python
 v=$$($(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) \
 	|| { echo "error: cannot run '$(1)': install Python $(firstword $(PYTHON_VERSIONS))-$(lastword $(PYTHON_VERSIONS)) and pass PYTHON=/path/to/python3" >&2; exit 1; }; \
 case " $(PYTHON_VERSIONS) " in *" $$v "*) ;; *) \
-	echo "error: $(1) is Python $$v; this project needs Python $(firstword $(PYTHON_VERSIONS))-$(lastword $(PYTHON_VERSIONS)) (e.g. make $(or $(MAKECMDGOALS),install) PYTHON=python3.12$(if $(filter $(PY),$(1)),; first make clean to drop .venv,))" >&2; \
+	echo "error: $(1) is Python $$v; this project needs Python $(firstword $(PYTHON_VERSIONS))-$(lastword $(PYTHON_VERSIONS)): run$(if $(filter $(PY),$(1)), make clean and then,) e.g. make $(or $(MAKECMDGOALS),install) PYTHON=python3.12" >&2; \
 	exit 1;; esac
 endef
 

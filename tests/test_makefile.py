@@ -148,7 +148,8 @@ def test_unsupported_python_is_named_before_any_venv_exists(project, version):
 
 def test_existing_venv_of_an_unsupported_python_is_named_with_the_way_out(project):
     assert make(project, "install").returncode == 0
-    (project / "requirements.txt").touch()  # out of date: install runs again
+    stamp = (project / ".venv" / ".installed").stat().st_mtime
+    os.utime(project / "requirements.txt", (stamp + 10, stamp + 10))  # out of date: runs again
     out = make(project, "install", FAKE_PY_VERSION="3.10")
     assert out.returncode != 0
     assert ".venv/bin/python is Python 3.10;" in out.stderr and "make clean" in out.stderr
