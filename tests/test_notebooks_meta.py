@@ -3,7 +3,8 @@
 * Name ``NN_snake_case.ipynb``, title ``# NN · ...``.
 * Colab badge and Colab set-up cell exactly as ``tools/sync_colab.py`` writes them, with the
   repository URL of pyproject.toml; the set-up cell does nothing outside Colab, and in a
-  simulated Colab it clones that URL, makes ``helpers`` importable and installs nothing.
+  simulated Colab it clones that URL's main branch (the one the badge opens notebooks from) or
+  resets an earlier clone to the latest main, makes ``helpers`` importable and installs nothing.
   README.md's Colab badge is what ``tools/sync_colab.py`` writes too, and every Colab or GitHub
   link of this repository in README.md uses the pyproject URL.
 * Stored outputs from one clean top-to-bottom run: every code cell executed, in order, no
@@ -224,13 +225,10 @@ def test_colab_cell_does_nothing_outside_colab(nb, monkeypatch):
     assert not defined, f"the Colab cell defined {defined} outside Colab"
 
 
-def test_colab_cell_in_simulated_colab(nb, monkeypatch):
-    """In Colab: clone the pyproject URL once, put it first on sys.path, enable the widget
-    manager; install nothing (Colab's torch, matplotlib and ipywidgets 7 must stay)."""
-    source = _setup_source(nb)
-    installs = re.findall(r"\b(?:pip|conda|apt|apt-get)\b", source)
-    assert not installs, f"the Colab cell must install nothing, found {installs}"
-    calls, enabled = [], []
+def _fake_colab(monkeypatch) -> list:
+    """Put a fake ``google.colab`` in sys.modules; return the list that records each
+    ``output.enable_custom_widget_manager()`` call."""
+    enabled = []
     names = ("google", "google.colab", "google.colab.output")
     google, colab, output = (types.ModuleType(n) for n in names)
     output.enable_custom_widget_manager = lambda: enabled.append(True)
@@ -238,9 +236,21 @@ def test_colab_cell_in_simulated_colab(nb, monkeypatch):
     for name, module in zip(names, (google, colab, output)):
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(sys, "path", list(sys.path))
+    return enabled
+
+
+def test_colab_cell_in_simulated_colab(nb, monkeypatch):
+    """In Colab: clone the pyproject URL's main branch, or bring an earlier clone up to the
+    latest main (so `helpers` matches the notebook the badge opened from main); put it first on
+    sys.path once; enable the widget manager; install nothing (Colab's torch, matplotlib and
+    ipywidgets 7 must stay)."""
+    source = _setup_source(nb)
+    installs = re.findall(r"\b(?:pip|conda|apt|apt-get)\b", source)
+    assert not installs, f"the Colab cell must install nothing, found {installs}"
+    enabled = _fake_colab(monkeypatch)
     name = REPO_URL.rstrip("/").rsplit("/", 1)[-1]
     clone_to = f"/content/{name}"
-    cloned = []  # a fake /content: the clone "exists" once git has run
+    calls, cloned = [], []  # a fake /content: the clone "exists" once git has cloned
     real_exists = Path.exists
     monkeypatch.setattr(
         Path, "exists", lambda p, **kw: bool(cloned) if str(p) == clone_to else real_exists(p, **kw)
@@ -251,11 +261,61 @@ def test_colab_cell_in_simulated_colab(nb, monkeypatch):
         cloned.append(True)
 
     monkeypatch.setattr(subprocess, "run", fake_run)
-    for _ in range(2):  # running the cell again must not clone again
-        exec(compile(source, "<colab-setup>", "exec"), {})
-    assert calls == [(["git", "clone", "--depth", "1", REPO_URL, clone_to], {"check": True})]
-    assert sys.path[0] == clone_to
+    exec(compile(source, "<colab-setup>", "exec"), {})
+    assert calls == [
+        (["git", "clone", "--depth", "1", "--branch", "main", REPO_URL, clone_to], {"check": True}),
+    ]
+    calls.clear()
+    exec(compile(source, "<colab-setup>", "exec"), {})  # again: update, never a second clone
+    assert calls == [
+        (["git", "-C", clone_to, "fetch", "--depth", "1", "origin", "main"], {"check": True}),
+        (["git", "-C", clone_to, "reset", "--hard", "FETCH_HEAD"], {"check": True}),
+    ]
+    assert sys.path[0] == clone_to and sys.path.count(clone_to) == 1
     assert enabled == [True, True]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_colab_cell_keeps_its_clone_on_the_latest_main_with_real_git(tmp_path, monkeypatch):
+    """The set-up cell's git commands, run for real against a local repository standing in for
+    the pyproject URL: the first run clones main; after main moves on (and the clone was
+    edited), a second run makes the clone equal to the new main."""
+    def git(*args, cwd=None):
+        out = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git("init", "-q", "-b", "main", cwd=origin)
+    for key, value in (("user.name", "t"), ("user.email", "t@example.org")):
+        git("config", key, value, cwd=origin)
+    (origin / "helpers.py").write_text("VERSION = 1\n")
+    git("add", ".", cwd=origin)
+    git("commit", "-q", "-m", "one", cwd=origin)
+    git("checkout", "-q", "-b", "other", cwd=origin)  # the origin's HEAD is not main
+    (origin / "helpers.py").write_text("VERSION = 'other branch'\n")
+    git("commit", "-qam", "other", cwd=origin)
+
+    name = REPO_URL.rstrip("/").rsplit("/", 1)[-1]
+    clone = tmp_path / "content" / name
+    clone.parent.mkdir()
+    source = sync_colab.setup_source()
+    assert source.count(REPO_URL) == 1 and source.count(f'"/content/{name}"') == 1
+    source = source.replace(REPO_URL, origin.as_uri()).replace(f'"/content/{name}"', f'"{clone}"')
+    _fake_colab(monkeypatch)
+
+    exec(compile(source, "<colab-setup>", "exec"), {})
+    assert (clone / "helpers.py").read_text() == "VERSION = 1\n"
+    assert sys.path[0] == str(clone)
+
+    git("checkout", "-q", "main", cwd=origin)
+    (origin / "helpers.py").write_text("VERSION = 2\n")
+    git("commit", "-qam", "two", cwd=origin)
+    (clone / "helpers.py").write_text("VERSION = 'edited in Colab'\n")
+    exec(compile(source, "<colab-setup>", "exec"), {})
+    assert (clone / "helpers.py").read_text() == "VERSION = 2\n"
+    assert git("rev-parse", "HEAD", cwd=clone) == git("rev-parse", "main", cwd=origin)
+    assert sys.path.count(str(clone)) == 1
 
 
 # ---------------------------------------------------------------- stored outputs

@@ -2,7 +2,8 @@
 README.md, from the one repository URL.
 
 The URL lives in pyproject.toml ([project.urls] Repository). Run after changing it, or on a
-new notebook:  python tools/sync_colab.py notebooks/*.ipynb   (README.md is always synced).
+new notebook:  .venv/bin/python tools/sync_colab.py notebooks/*.ipynb   (README.md is always
+synced; the venv's Python, since it needs nbformat).
 ``tests/test_notebooks_meta.py`` fails when a notebook or README.md is out of date with this
 script.
 """
@@ -45,8 +46,10 @@ def badge_line(nb_name: str, url: str = "") -> str:
 def setup_source(url: str = "") -> str:
     url = url or repo_url()
     name = url.rstrip("/").rsplit("/", 1)[-1]
-    return f'''# Colab only: fetch this repository so that `helpers` imports, and turn on Colab's
-# widget manager. Anywhere else (JupyterLab, CI) this cell does nothing.
+    return f'''# Colab only: fetch this repository's main branch (where the Colab badge opened this
+# notebook from) so that `helpers` imports and matches the notebook, and turn on Colab's widget
+# manager. A clone left from an earlier run is reset to the latest main (edits in it are lost).
+# Installs nothing. Anywhere else (JupyterLab, CI) this cell does nothing.
 import sys
 
 if "google.colab" in sys.modules:
@@ -55,9 +58,13 @@ if "google.colab" in sys.modules:
 
     REPO_URL = "{url}"
     repo = pathlib.Path("/content/{name}")
-    if not repo.exists():
-        subprocess.run(["git", "clone", "--depth", "1", REPO_URL, str(repo)], check=True)
-    sys.path.insert(0, str(repo))
+    if repo.exists():
+        subprocess.run(["git", "-C", str(repo), "fetch", "--depth", "1", "origin", "main"], check=True)
+        subprocess.run(["git", "-C", str(repo), "reset", "--hard", "FETCH_HEAD"], check=True)
+    else:
+        subprocess.run(["git", "clone", "--depth", "1", "--branch", "main", REPO_URL, str(repo)], check=True)
+    if str(repo) not in sys.path:
+        sys.path.insert(0, str(repo))
     from google.colab import output
 
     output.enable_custom_widget_manager()'''

@@ -1,7 +1,9 @@
 """Session fixtures for the browser test: one JupyterLab server and one headless Chromium.
 
-* No Chromium at ``/usr/bin/chromium`` (or Playwright missing): every browser test is SKIPPED
-  with the reason (``-rs`` prints it). Chromium present but JupyterLab will not start: FAILURE.
+* No Chromium at ``/usr/bin/chromium`` (or Playwright missing): on a learner's machine every
+  browser test is SKIPPED with the reason (``-rs`` prints it); in CI (``CI`` set, as CI services
+  do, to anything but ``0``/``false``) it FAILS with that reason, so CI cannot pass without
+  running it. Chromium present but JupyterLab will not start: FAILURE.
 * JupyterLab serves a temporary COPY of ``notebooks/`` (the repository's notebooks are never
   opened, so never saved), with user settings copied from ``jupyter_settings/`` next to this
   file (no windowing, no autosave, no news or update checks), its own config, runtime and
@@ -89,20 +91,33 @@ class JupyterLab:
             return "(no log)"
 
 
+def in_ci() -> bool:
+    """CI services set ``CI`` (GitHub Actions, GitLab, this project's CI: ``CI=true``)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _cannot_run(reason: str):
+    """Skip with the reason on a learner's machine; in CI, fail with it."""
+    if in_ci():
+        pytest.fail(f"browser test cannot run in CI (CI={os.environ['CI']}): {reason}",
+                    pytrace=False)
+    pytest.skip(f"browser test skipped: {reason}")
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> Path:
     override = os.environ.get("ATTN_CHROMIUM")
     candidates = [Path(override)] if override else CHROMIUM_CANDIDATES
     chromium = next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
     if chromium is None:
-        pytest.skip(
-            f"browser test skipped: no Chromium at {' or '.join(map(str, candidates))} "
-            "(Debian: apt-get install chromium; do not use `playwright install`)"
+        _cannot_run(
+            f"no Chromium at {' or '.join(map(str, candidates))} "
+            "(Debian: apt-get install chromium, as root; do not use `playwright install`)"
         )
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError as e:
-        pytest.skip(f"browser test skipped: Python Playwright is not importable ({e})")
+        _cannot_run(f"Python Playwright is not importable ({e})")
     return chromium
 
 
