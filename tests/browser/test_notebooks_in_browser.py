@@ -350,6 +350,8 @@ def test_notebook_runs_and_every_slider_moves_its_figure(
         open_tab = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
         if open_tab.count():
             open_tab.first.click()
+        # Collapsed cells (the Solutions) show no [n]: prompt: expand them, so every cell counts.
+        _menu(page, "View", "Expand All Code")
         n_code = len(page.evaluate("() => window.__attn.prompts()"))
         assert n_code, f"{notebook}: no code cells on the page"
 
