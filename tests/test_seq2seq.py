@@ -444,6 +444,13 @@ def test_the_baseline_is_the_attention_model_less_the_scorer():
     assert without == {n: shape for n, shape in with_attention.items()
                        if not n.startswith("decoder.attention.")}
     assert len(with_attention) > len(without)
+    # Built from the same seed, the layers they share start from the same weights (the scorer
+    # is made last), so the notebook's comparison changes one thing only.
+    torch.manual_seed(3)
+    a = dict(s.Seq2Seq(5, 7).named_parameters())
+    torch.manual_seed(3)
+    for name, p in s.Seq2Seq(5, 7, attention=False).named_parameters():
+        assert torch.equal(p, a[name]), name
 
 
 def test_only_attention_makes_the_context_depend_on_the_decoder_state(device):
