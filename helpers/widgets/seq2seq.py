@@ -49,7 +49,7 @@ def _layout(fig: Figure) -> None:
     fig.clear()
     fig.set_label(ALIGNMENT_LABEL)
     fig.set_layout_engine("none")
-    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], left=0.16, right=0.95, top=0.8,
+    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], left=0.19, right=0.95, top=0.8,
                             bottom=0.17, hspace=0.4)
     ax_map = fig.add_subplot(grid[0])
     ax_bar = fig.add_subplot(grid[1], sharex=ax_map)
