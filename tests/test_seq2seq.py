@@ -222,26 +222,26 @@ def test_one_decoder_step_equals_the_bahdanau_equations_written_out(device):
     model = small_model(device).double()
     src, lens, _ = batch(device)
     dec = model.decoder
-    enc, state = model.encoder(src, lens)  # (B, T, 2H), (B, H)
+    enc, state = model.encoder(src, lens)  # (B, T, 2N), (B, N)
     token = torch.tensor([3, 5, 7], device=device)
     logits, new_state, weights = dec.step(token, state, enc, lens)
     att, cell = dec.attention, dec.cell
     for b in range(3):
         n = int(lens[b])
-        h_j = enc[b, :n]  # (n, 2H)
+        h_j = enc[b, :n]  # (n, 2N)
         scores = torch.tanh(state[b] @ att.W_q.weight.T + h_j @ att.W_k.weight.T) @ att.w_v.weight[0]
         alpha = torch.exp(scores - scores.max())
         alpha = alpha / alpha.sum()
         torch.testing.assert_close(weights[b, :n], alpha)
         assert (weights[b, n:] == 0).all()
-        context = alpha @ h_j  # (2H,)
+        context = alpha @ h_j  # (2N,)
         x = torch.cat([dec.embedding.weight[token[b]], context])
         gi = cell.weight_ih @ x + cell.bias_ih
         gh = cell.weight_hh @ state[b] + cell.bias_hh
-        H = state.shape[1]
-        r = torch.sigmoid(gi[:H] + gh[:H])
-        z = torch.sigmoid(gi[H:2 * H] + gh[H:2 * H])
-        cand = torch.tanh(gi[2 * H:] + r * gh[2 * H:])
+        N = state.shape[1]
+        r = torch.sigmoid(gi[:N] + gh[:N])
+        z = torch.sigmoid(gi[N:2 * N] + gh[N:2 * N])
+        cand = torch.tanh(gi[2 * N:] + r * gh[2 * N:])
         s_new = (1 - z) * cand + z * state[b]
         torch.testing.assert_close(new_state[b], s_new)
         torch.testing.assert_close(logits[b], dec.dense.weight @ torch.cat([s_new, context]) + dec.dense.bias)
@@ -256,9 +256,9 @@ def test_encoder_state_is_read_after_the_last_valid_token(device):
         enc_b, state_b = model.encoder(src[b:b + 1, :n], lens[b:b + 1])
         torch.testing.assert_close(enc_b[0], enc[b, :n])
         torch.testing.assert_close(state_b[0], state[b])
-    H = state.shape[1]  # forward half at the last valid token, backward half at the first
-    fwd_last = enc[torch.arange(3), lens - 1, :H]
-    bwd_first = enc[:, 0, H:]
+    N = state.shape[1]  # forward half at the last valid token, backward half at the first
+    fwd_last = enc[torch.arange(3), lens - 1, :N]
+    bwd_first = enc[:, 0, N:]
     want = torch.tanh(model.encoder.init_state(torch.cat([fwd_last, bwd_first], -1)))
     torch.testing.assert_close(state, want)
 
