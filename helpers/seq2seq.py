@@ -277,7 +277,9 @@ def make_dates(n: int, seed: int = 0, years: tuple[int, int] = (1900, 2099),
     Depends on ``seed`` alone (its own generator; the global random state is untouched).
     Texts in ``exclude`` are skipped: pass the training texts to get a disjoint test set.
     Raises ValueError when ``years`` (less ``exclude``) holds fewer than ``n`` distinct texts
-    (see ``count_dates``).
+    (see ``count_dates``). Dates are drawn as year, month, day, format, each uniform; when ``n``
+    is more than half of the texts left, they are drawn instead from the list of all of them
+    (uniform over texts), so that the draw always ends.
     """
     check_positive_int("n", n)
     _check_int("seed", seed)
