@@ -1,19 +1,24 @@
-"""Bahdanau attention (Bahdanau 注意力) in a small GRU encoder-decoder (编码器-解码器), and the
-synthetic date-rewriting task it learns: "3 May 1998" → "1998-05-03".
+"""Bahdanau attention (Bahdanau 注意力) in a small GRU encoder-decoder (编码器-解码器), the
+same decoder without attention (a fixed context), and the synthetic date task they learn:
+"3 May 1998" → "1998-05-03".
 
 Legend: B batch, T source tokens (the keys and values), S target steps (the queries),
-E embedding size, H hidden units, C target vocabulary size.
+E embedding size, N hidden units (``num_hiddens``), C target vocabulary size, n dates.
 Mask convention: ``src_lens`` (B,) is each source's valid length (有效长度): the first ``n``
 tokens take part, the padding after them gets attention weight exactly 0.
 Attention weights are laid out (B, S, T): one row per decoding step, one column per source token.
+Steps count from 1 in the docs, as in the maths (step t reads s_{t-1} and writes y_t); tensors
+index them from 0, so step t is row t - 1.
 """
 
 from __future__ import annotations
 
 import calendar
+import math
+import operator
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -21,14 +26,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import AdditiveAttention
-from .checks import check_rank, check_size
+from .checks import check_positive_int, check_rank, check_size
 
 __all__ = [
     "PAD", "BOS", "EOS", "Vocab", "SRC_VOCAB", "TGT_VOCAB", "FORMATS",
     "tokenize_source", "tokenize_target", "format_date", "encode_sources", "encode_targets",
-    "MONTHS", "MONTHS_ABBR", "decode_target", "output_text", "DateData", "make_dates", "shift_right",
-    "Encoder", "AttentionDecoder", "Seq2Seq", "Adam", "train_seq2seq", "greedy_decode",
-    "predict", "predict_many", "exact_match",
+    "MONTHS", "MONTHS_ABBR", "decode_target", "output_text", "DateData", "count_dates",
+    "make_dates", "shift_right",
+    "Encoder", "Decoder", "AttentionDecoder", "MeanContextDecoder", "Seq2Seq", "train_seq2seq",
+    "greedy_decode", "predict", "predict_many", "matches", "exact_match",
 ]
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
@@ -37,14 +43,43 @@ MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augus
 MONTHS_ABBR = [m[:3] for m in MONTHS]  # "Jan" ... "Dec"
 
 
+def _check_str(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a str, got {type(value).__name__}")
+
+
+def _check_texts(name: str, texts: object) -> list[str]:
+    """A list of str from a sequence of str; a lone str is refused (it would be read char by
+    char, each character a text of its own)."""
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise ValueError(f"{name} must be a list of str (one text each), got "
+                         f"{type(texts).__name__}" + (f" {texts!r}: wrap it in [...]"
+                                                      if isinstance(texts, str) else ""))
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise ValueError(f"{name}[{i}] must be a str, got {type(t).__name__}")
+    return list(texts)
+
+
+def _check_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    return value
+
+
 class Vocab:
     """A fixed list of tokens ↔ integer ids; id 0 is always ``<pad>``."""
 
     def __init__(self, tokens: Sequence[str]) -> None:
+        if isinstance(tokens, str):
+            raise ValueError(f"tokens must be a list of str, got the str {tokens!r}")
+        if any(not isinstance(t, str) for t in tokens):
+            raise ValueError(f"tokens must be str, got {[type(t).__name__ for t in tokens]}")
         self.itos = [PAD] + [t for t in tokens if t != PAD]
         self.stoi = {t: i for i, t in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
-            raise ValueError("tokens must be distinct")
+            repeated = sorted({t for t in self.itos if self.itos.count(t) > 1})
+            raise ValueError(f"tokens must be distinct, repeated: {repeated}")
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -54,15 +89,32 @@ class Vocab:
         return 0
 
     def encode(self, tokens: Sequence[str]) -> list[int]:
-        """Token strings → ids; raises ValueError on a token outside the vocabulary."""
-        unknown = [t for t in tokens if t not in self.stoi]
+        """Token strings → ids; raises ValueError on a token outside the vocabulary (a lone str
+        is refused too: pass a list of tokens, e.g. ``tokenize_source(text)``)."""
+        if isinstance(tokens, str):
+            raise ValueError(f"tokens must be a list of tokens, got the str {tokens!r}")
+        unknown = [t for t in tokens if not isinstance(t, str) or t not in self.stoi]
         if unknown:
             raise ValueError(f"tokens outside the vocabulary: {unknown}")
         return [self.stoi[t] for t in tokens]
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> list[str]:
-        """Ids → token strings."""
-        return [self.itos[int(i)] for i in ids]
+        """Ids (integers in [0, len(vocab) - 1]) → token strings."""
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
+                raise ValueError(f"ids must be a 1-D integer tensor, got dtype {ids.dtype} "
+                                 f"and shape {tuple(ids.shape)}")
+            ids = ids.tolist()
+        out = []
+        for i in ids:
+            try:
+                i = operator.index(i)  # ints, NumPy ints; not floats
+            except TypeError:
+                raise ValueError(f"ids must be integers, got {type(i).__name__} {i!r}") from None
+            if not 0 <= i < len(self.itos):
+                raise ValueError(f"ids must lie in [0, {len(self.itos) - 1}], got {i}")
+            out.append(self.itos[i])
+        return out
 
 
 DIGITS = [str(d) for d in range(10)]
@@ -85,16 +137,31 @@ FORMATS = (
 
 def tokenize_source(text: str) -> list[str]:
     """'3 May, 1998' → ['3', 'May', ',', '1', '9', '9', '8']: words whole, digits one by one."""
+    _check_str("text", text)
     return _SOURCE_TOKEN.findall(text)
 
 
 def tokenize_target(text: str) -> list[str]:
     """'1998-05-03' → its characters."""
+    _check_str("text", text)
     return list(text)
 
 
 def format_date(year: int, month: int, day: int, fmt: int) -> tuple[str, str]:
-    """The source text of a date in format ``FORMATS[fmt]`` and its target 'YYYY-MM-DD'."""
+    """The source text of a date in format ``FORMATS[fmt]`` and its target 'YYYY-MM-DD'.
+
+    Raises ValueError for a date that does not exist (year outside 1–9999, month outside
+    1–12, 30 February, ...) or a format index outside [0, 4].
+    """
+    for name, value in (("year", year), ("month", month), ("day", day), ("fmt", fmt)):
+        _check_int(name, value)
+    if not 0 <= fmt < len(FORMATS):
+        raise ValueError(f"fmt must lie in [0, {len(FORMATS) - 1}], got {fmt}")
+    if not 1 <= year <= 9999 or not 1 <= month <= 12:
+        raise ValueError(f"no such date: year {year} (1-9999), month {month} (1-12)")
+    if not 1 <= day <= calendar.monthrange(year, month)[1]:
+        raise ValueError(f"no such date: day {day} of {MONTHS[month - 1]} {year} "
+                         f"(it has {calendar.monthrange(year, month)[1]} days)")
     text = FORMATS[fmt].format(d=day, dd=f"{day:02d}", mm=f"{month:02d}", y=year,
                                mon=MONTHS_ABBR[month - 1], month=MONTHS[month - 1])
     return text, f"{year:04d}-{month:02d}-{day:02d}"
@@ -102,9 +169,21 @@ def format_date(year: int, month: int, day: int, fmt: int) -> tuple[str, str]:
 
 def encode_sources(texts: Sequence[str], device: torch.device | str = "cpu",
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tokenize, encode and pad source texts → ids (B, T) padded with 0, valid lengths (B,)."""
-    rows = [SRC_VOCAB.encode(tokenize_source(t)) for t in texts]
-    return _pad(rows, device), torch.tensor([len(r) for r in rows], device=device)  # (B, T), (B,)
+    """Tokenize, encode and pad source texts → ids (B, T) padded with 0, valid lengths (B,).
+
+    Raises ValueError for a text with no tokens or a token outside ``SRC_VOCAB``.
+    """
+    rows = []
+    for i, text in enumerate(_check_texts("texts", texts)):
+        tokens = tokenize_source(text)
+        if not tokens:
+            raise ValueError(f"texts[{i}] = {text!r} has no tokens")
+        try:
+            rows.append(SRC_VOCAB.encode(tokens))
+        except ValueError as err:
+            raise ValueError(f"texts[{i}] = {text!r}: {err}") from None
+    lens = torch.tensor([len(r) for r in rows], dtype=torch.long, device=device)  # (B,)
+    return _pad(rows, device), lens  # (B, T), (B,)
 
 
 def _pad(rows: list[list[int]], device: torch.device | str) -> torch.Tensor:
@@ -116,13 +195,18 @@ def _pad(rows: list[list[int]], device: torch.device | str) -> torch.Tensor:
 
 def encode_targets(texts: Sequence[str], device: torch.device | str = "cpu") -> torch.Tensor:
     """Target texts → ids (B, S) of their characters followed by ``<eos>``, padded with 0."""
-    rows = [TGT_VOCAB.encode(tokenize_target(t) + [EOS]) for t in texts]
+    rows = []
+    for i, text in enumerate(_check_texts("texts", texts)):
+        try:
+            rows.append(TGT_VOCAB.encode(tokenize_target(text) + [EOS]))
+        except ValueError as err:
+            raise ValueError(f"texts[{i}] = {text!r}: {err}") from None
     return _pad(rows, device)
 
 
 def output_text(tokens: Sequence[str]) -> str:
     """Output tokens (as ``predict`` returns them) → text, stopping at the first ``<eos>``."""
-    return decode_target(TGT_VOCAB.encode(tokens))
+    return decode_target(TGT_VOCAB.encode(list(tokens) if isinstance(tokens, str) else tokens))
 
 
 def decode_target(ids: Sequence[int] | torch.Tensor) -> str:
@@ -138,17 +222,52 @@ def decode_target(ids: Sequence[int] | torch.Tensor) -> str:
 
 @dataclass
 class DateData:
-    """Source texts, their targets and the encoded tensors (on the CPU).
+    """Source texts, their targets, formats and the encoded tensors (on the CPU).
 
-    ``src`` (N, T) source ids padded with 0; ``src_lens`` (N,) valid lengths;
-    ``tgt`` (N, S) target ids ending in ``<eos>``.
+    ``formats`` the index into ``FORMATS`` each text was written in; ``src`` (n, T) source ids
+    padded with 0; ``src_lens`` (n,) valid lengths; ``tgt`` (n, S) target ids ending in
+    ``<eos>``.
     """
 
     texts: list[str]
     targets: list[str]
+    formats: list[int]
     src: torch.Tensor
     src_lens: torch.Tensor
     tgt: torch.Tensor
+
+
+def _check_years(years: object) -> tuple[int, int]:
+    if (not isinstance(years, Sequence) or isinstance(years, str) or len(years) != 2
+            or any(isinstance(y, bool) or not isinstance(y, int) for y in years)):
+        raise ValueError(f"years must be a pair of ints (first, last), got {years!r}")
+    lo, hi = years
+    if not 1 <= lo <= hi <= 9999:
+        raise ValueError(f"years must satisfy 1 <= first <= last <= 9999, got {years!r}")
+    return lo, hi
+
+
+def count_dates(years: tuple[int, int] = (1900, 2099)) -> int:
+    """How many distinct source texts the dates of ``years`` (closed range) can be written as.
+
+    Every date has one text per format, except that "May" is its own abbreviation: May dates
+    have 3 distinct texts, not 5.
+    """
+    lo, hi = _check_years(years)
+    days = sum(366 if calendar.isleap(y) else 365 for y in range(lo, hi + 1))
+    return len(FORMATS) * days - 2 * 31 * (hi - lo + 1)
+
+
+def _all_dates(lo: int, hi: int) -> dict[str, tuple[str, int]]:
+    """Every distinct source text of the years [lo, hi] → (target, format), in a fixed order."""
+    out: dict[str, tuple[str, int]] = {}
+    for y in range(lo, hi + 1):
+        for m in range(1, 13):
+            for d in range(1, calendar.monthrange(y, m)[1] + 1):
+                for fmt in range(len(FORMATS)):
+                    text, target = format_date(y, m, d, fmt)
+                    out.setdefault(text, (target, fmt))
+    return out
 
 
 def make_dates(n: int, seed: int = 0, years: tuple[int, int] = (1900, 2099),
@@ -157,14 +276,35 @@ def make_dates(n: int, seed: int = 0, years: tuple[int, int] = (1900, 2099),
 
     Depends on ``seed`` alone (its own generator; the global random state is untouched).
     Texts in ``exclude`` are skipped: pass the training texts to get a disjoint test set.
+    Raises ValueError when ``years`` (less ``exclude``) holds fewer than ``n`` distinct texts
+    (see ``count_dates``). Dates are drawn as year, month, day, format, each uniform; when ``n``
+    is more than half of the texts left, they are drawn instead from the list of all of them
+    (uniform over texts), so that the draw always ends.
     """
-    if n < 1:
-        raise ValueError(f"n must be positive, got {n}")
+    check_positive_int("n", n)
+    _check_int("seed", seed)
+    lo, hi = _check_years(years)
+    seen = set(_check_texts("exclude", exclude))
+    total = count_dates((lo, hi))
+    universe = None
+    if n > (total - len(seen)) // 2:  # few texts to spare: count exactly, then draw from the list
+        universe = {t: v for t, v in _all_dates(lo, hi).items() if t not in seen}
+        if n > len(universe):
+            raise ValueError(
+                f"asked for n = {n} distinct dates, but the years {lo}-{hi} give only {total} "
+                f"distinct texts ({total - len(universe)} of them excluded, {len(universe)} left)")
     gen = torch.Generator().manual_seed(seed)
-    seen, texts, targets = set(exclude), [], []
-    while len(texts) < n:
+    texts, targets, formats = [], [], []
+    if universe is not None:
+        pool = list(universe.items())
+        for i in torch.randperm(len(pool), generator=gen)[:n].tolist():
+            text, (target, fmt) = pool[i]
+            texts.append(text)
+            targets.append(target)
+            formats.append(fmt)
+    while len(texts) < n:  # at least half of the texts are free: each round fills most of the rest
         k = 2 * (n - len(texts)) + 16  # candidates per round; repeats are dropped
-        ys = torch.randint(years[0], years[1] + 1, (k,), generator=gen).tolist()
+        ys = torch.randint(lo, hi + 1, (k,), generator=gen).tolist()
         ms = torch.randint(1, 13, (k,), generator=gen).tolist()
         us = torch.rand(k, generator=gen, dtype=torch.float64).tolist()
         fmts = torch.randint(len(FORMATS), (k,), generator=gen).tolist()
@@ -175,89 +315,113 @@ def make_dates(n: int, seed: int = 0, years: tuple[int, int] = (1900, 2099),
                 seen.add(text)
                 texts.append(text)
                 targets.append(target)
+                formats.append(fmt)
     src, src_lens = encode_sources(texts)
-    return DateData(texts, targets, src, src_lens, encode_targets(targets))
+    return DateData(texts, targets, formats, src, src_lens, encode_targets(targets))
 
 
 # ---------------------------------------------------------------------------- the model
+def _check_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
+    """Integer ids in [0, vocab_size - 1] (an embedding would fail on others, on a GPU with a
+    device-side assert)."""
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer ids, got dtype {ids.dtype}")
+    if ids.numel():
+        lo, hi = torch.aminmax(ids)
+        if int(lo) < 0 or int(hi) >= vocab_size:
+            raise ValueError(f"{name} must hold ids in [0, {vocab_size - 1}], "
+                             f"got values from {int(lo)} to {int(hi)}")
+
+
 def _check_source(src: torch.Tensor, src_lens: torch.Tensor) -> None:
     check_rank("src", src, 2, "(B, T)")
     check_rank("src_lens", src_lens, 1, "(B,)")
     check_size("batch size of src_lens (B)", src.shape[0], src_lens.shape[0])
-    if src.is_floating_point() or src_lens.is_floating_point():
-        raise ValueError("src and src_lens must hold integer ids and lengths")
+    if src_lens.is_floating_point() or src_lens.is_complex() or src_lens.dtype == torch.bool:
+        raise ValueError(f"src_lens must hold integer lengths, got dtype {src_lens.dtype}")
 
 
 class Encoder(nn.Module):
     """Embedding + one-layer bidirectional GRU over the source tokens (as in Bahdanau et al.).
 
-    ``forward(src (B, T), src_lens (B,))`` → ``outputs`` (B, T, 2H): for each source token the
+    ``forward(src (B, T), src_lens (B,))`` → ``outputs`` (B, T, 2N): for each source token the
     forward and backward GRU states side by side (the keys and values of the attention), zero
-    on padded positions; and ``state`` (B, H), the decoder's initial state tanh(W [→h_n; ←h_1]).
+    on padded positions; and ``state`` (B, N), the decoder's initial state tanh(W [→h_n; ←h_1]).
     The sequences are packed by ``src_lens``, so padded tokens are never read: changing them
     changes nothing.
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int) -> None:
         super().__init__()
+        for name, size in (("vocab_size", vocab_size), ("embed_size", embed_size),
+                           ("num_hiddens", num_hiddens)):
+            check_positive_int(name, size)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(embed_size, num_hiddens, batch_first=True, bidirectional=True)
         self.init_state = nn.Linear(2 * num_hiddens, num_hiddens)
 
-    def forward(self, src: torch.Tensor, src_lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, src: torch.Tensor,
+                src_lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         _check_source(src, src_lens)
+        _check_ids("src", src, self.embedding.num_embeddings)
         lens = src_lens.cpu()  # pack_padded_sequence wants the lengths on the CPU
         if lens.numel() and (int(lens.min()) < 1 or int(lens.max()) > src.shape[1]):
             raise ValueError(f"src_lens must lie in [1, T] = [1, {src.shape[1]}], "
                              f"got values from {int(lens.min())} to {int(lens.max())}")
         packed = nn.utils.rnn.pack_padded_sequence(
             self.embedding(src), lens, batch_first=True, enforce_sorted=False)
-        outputs, last = self.rnn(packed)  # last: (2, B, H), forward and backward final states
+        outputs, last = self.rnn(packed)  # last: (2, B, N), forward and backward final states
         outputs, _ = nn.utils.rnn.pad_packed_sequence(
-            outputs, batch_first=True, total_length=src.shape[1])  # (B, T, 2H)
-        state = torch.tanh(self.init_state(torch.cat([last[0], last[1]], dim=-1)))  # (B, H)
+            outputs, batch_first=True, total_length=src.shape[1])  # (B, T, 2N)
+        state = torch.tanh(self.init_state(torch.cat([last[0], last[1]], dim=-1)))  # (B, N)
         return outputs, state
 
 
-class AttentionDecoder(nn.Module):
-    """GRU decoder that attends over the encoder outputs at every step (Bahdanau attention).
+class Decoder(nn.Module):
+    """GRU decoder that reads a context c_t (B, 2N) of the encoder outputs at every step t.
 
-    At step t the query is the previous decoder state s_{t-1} (B, H); keys = values = the
-    encoder outputs (B, T, 2H); the additive scorer ``h.AdditiveAttention`` weighs them, and
-    ``src_lens`` (B,) masks the padding (the first ``n`` tokens of a row take part, the rest get
-    weight exactly 0). The context c_t (B, 2H) is concatenated with the embedding of the input
-    token and fed to a GRU cell: s_t = GRU([e(y_{t-1}); c_t], s_{t-1}); the logits come from
-    [s_t; c_t].
+    Subclasses say where the context comes from (``context``); everything else is shared:
+    s_t = GRU([e(y_{t-1}); c_t], s_{t-1}), and the logits of y_t come from [s_t; c_t].
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int) -> None:
         super().__init__()
+        for name, size in (("vocab_size", vocab_size), ("embed_size", embed_size),
+                           ("num_hiddens", num_hiddens)):
+            check_positive_int(name, size)
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.attention = AdditiveAttention(2 * num_hiddens, num_hiddens, num_hiddens)
         self.cell = nn.GRUCell(embed_size + 2 * num_hiddens, num_hiddens)
         self.dense = nn.Linear(3 * num_hiddens, vocab_size)
 
+    def context(self, state: torch.Tensor, enc_outputs: torch.Tensor,
+                src_lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """State s_{t-1} (B, N), encoder outputs (B, T, 2N), valid lengths (B,) → context c_t
+        (B, 2N) and the weights (B, T) it gave each source token (0 on padding)."""
+        raise NotImplementedError
+
     def step(self, token: torch.Tensor, state: torch.Tensor, enc_outputs: torch.Tensor,
              src_lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One decoding step: input ids (B,), state (B, H) → logits (B, C), new state (B, H),
-        attention weights (B, T) (exactly 0 on padded source tokens)."""
-        context = self.attention(state.unsqueeze(1), enc_outputs, enc_outputs, src_lens)  # (B, 1, 2H)
-        context = context.squeeze(1)  # (B, 2H)
-        state = self.cell(torch.cat([self.embedding(token), context], dim=-1), state)  # (B, H)
+        """One decoding step: input ids (B,), state (B, N) → logits (B, C), new state (B, N),
+        weights (B, T) (exactly 0 on padded source tokens)."""
+        context, weights = self.context(state, enc_outputs, src_lens)  # (B, 2N), (B, T)
+        state = self.cell(torch.cat([self.embedding(token), context], dim=-1), state)  # (B, N)
         logits = self.dense(torch.cat([state, context], dim=-1))  # (B, C)
-        return logits, state, self.attention.attention_weights.squeeze(1)  # (B, T)
+        return logits, state, weights
 
     def forward(self, tgt_in: torch.Tensor, state: torch.Tensor, enc_outputs: torch.Tensor,
                 src_lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing: inputs ``tgt_in`` (B, S) (``<bos>`` then the target shifted right),
-        initial state (B, H) → logits (B, S, C) and attention weights (B, S, T)."""
+        initial state (B, N) → logits (B, S, C) and weights (B, S, T)."""
         check_rank("tgt_in", tgt_in, 2, "(B, S)")
-        check_rank("state", state, 2, "(B, H)")
-        check_rank("enc_outputs", enc_outputs, 3, "(B, T, 2H)")
+        check_rank("state", state, 2, "(B, N)")
+        check_rank("enc_outputs", enc_outputs, 3, "(B, T, 2N)")
         check_rank("src_lens", src_lens, 1, "(B,)")
         for name, size in (("state", state.shape[0]), ("enc_outputs", enc_outputs.shape[0]),
                            ("src_lens", src_lens.shape[0])):
             check_size(f"batch size of {name} (B)", tgt_in.shape[0], size)
+        check_size("size of state (N)", self.cell.hidden_size, state.shape[1])
+        check_size("size of enc_outputs (2N)", 2 * self.cell.hidden_size, enc_outputs.shape[2])
+        _check_ids("tgt_in", tgt_in, self.embedding.num_embeddings)
         logits, weights = [], []
         for t in range(tgt_in.shape[1]):
             out, state, w = self.step(tgt_in[:, t], state, enc_outputs, src_lens)
@@ -266,81 +430,121 @@ class AttentionDecoder(nn.Module):
         return torch.stack(logits, 1), torch.stack(weights, 1)  # (B, S, C), (B, S, T)
 
 
-class Seq2Seq(nn.Module):
-    """Encoder + attention decoder for the date task (vocabularies ``SRC_VOCAB``, ``TGT_VOCAB``).
-
-    ``forward(src (B, T), src_lens (B,), tgt_in (B, S))`` → logits (B, S, C), weights (B, S, T).
+class AttentionDecoder(Decoder):
+    """Bahdanau attention: at step t the query is the previous decoder state s_{t-1} (B, N);
+    keys = values = the encoder outputs (B, T, 2N); the additive scorer
+    ``h.AdditiveAttention`` weighs them, and ``src_lens`` (B,) masks the padding (the first
+    ``n`` tokens of a row take part, the rest get weight exactly 0). c_t = Σ_j α_tj h_j.
     """
 
-    def __init__(self, embed_size: int = 16, num_hiddens: int = 32) -> None:
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int) -> None:
+        super().__init__(vocab_size, embed_size, num_hiddens)
+        self.attention = AdditiveAttention(2 * num_hiddens, num_hiddens, num_hiddens)
+
+    def context(self, state: torch.Tensor, enc_outputs: torch.Tensor,
+                src_lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        query = state.unsqueeze(1)  # (B, 1, N): one query, s_{t-1}
+        context = self.attention(query, enc_outputs, enc_outputs, src_lens)  # (B, 1, 2N)
+        return context.squeeze(1), self.attention.attention_weights.squeeze(1)  # (B, 2N), (B, T)
+
+
+class MeanContextDecoder(Decoder):
+    """No attention: every step gets the same context, the mean of the encoder outputs over the
+    valid tokens — attention with every weight frozen at 1/n (average pooling, 平均汇聚).
+    Same cell, same sizes as ``AttentionDecoder``, less the scorer's parameters.
+    """
+
+    def context(self, state: torch.Tensor, enc_outputs: torch.Tensor,
+                src_lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        T = enc_outputs.shape[1]
+        lens = src_lens.to(enc_outputs.device)
+        valid = torch.arange(T, device=enc_outputs.device) < lens[:, None]  # (B, T), True = real
+        weights = valid.to(enc_outputs.dtype) / lens[:, None].clamp(min=1).to(enc_outputs.dtype)
+        return torch.bmm(weights.unsqueeze(1), enc_outputs).squeeze(1), weights  # (B, 2N), (B, T)
+
+
+class Seq2Seq(nn.Module):
+    """Encoder + decoder for the date task (vocabularies ``SRC_VOCAB``, ``TGT_VOCAB``).
+
+    ``attention=True``: ``AttentionDecoder`` (Bahdanau); ``False``: ``MeanContextDecoder`` (a
+    fixed context, the baseline). ``forward(src (B, T), src_lens (B,), tgt_in (B, S))`` →
+    logits (B, S, C), weights (B, S, T).
+    """
+
+    def __init__(self, embed_size: int = 16, num_hiddens: int = 32, attention: bool = True) -> None:
         super().__init__()
+        if not isinstance(attention, bool):
+            raise ValueError(f"attention must be True or False, got {attention!r}")
         self.encoder = Encoder(len(SRC_VOCAB), embed_size, num_hiddens)
-        self.decoder = AttentionDecoder(len(TGT_VOCAB), embed_size, num_hiddens)
+        decoder = AttentionDecoder if attention else MeanContextDecoder
+        self.decoder = decoder(len(TGT_VOCAB), embed_size, num_hiddens)
 
     def forward(self, src: torch.Tensor, src_lens: torch.Tensor,
                 tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         _check_source(src, src_lens)
         check_rank("tgt_in", tgt_in, 2, "(B, S)")
         check_size("batch size of tgt_in (B)", src.shape[0], tgt_in.shape[0])
-        enc_outputs, state = self.encoder(src, src_lens)  # (B, T, 2H), (B, H)
+        enc_outputs, state = self.encoder(src, src_lens)  # (B, T, 2N), (B, N)
         return self.decoder(tgt_in, state, enc_outputs, src_lens)
 
 
 def shift_right(tgt: torch.Tensor) -> torch.Tensor:
-    """Decoder inputs for teacher forcing: ``<bos>`` followed by ``tgt`` without its last id."""
+    """Decoder inputs for teacher forcing: ``<bos>`` followed by ``tgt`` (B, S) without its last
+    id → (B, S)."""
+    check_rank("tgt", tgt, 2, "(B, S)")
+    _check_ids("tgt", tgt, len(TGT_VOCAB))
+    if tgt.shape[1] < 1:
+        raise ValueError(f"tgt must have at least one step, got shape {tuple(tgt.shape)}")
     bos = torch.full_like(tgt[:, :1], TGT_VOCAB.stoi[BOS])  # (B, 1)
     return torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, S)
 
 
-class Adam:
-    """Adam (Kingma & Ba, 2015), the same update as ``torch.optim.Adam(params, lr, betas, eps)``.
-
-    Written out because constructing a ``torch.optim`` optimizer imports ``torch._dynamo`` on
-    first use, which takes seconds — longer than training this model. ``tests/test_seq2seq.py``
-    checks that both give the same parameters step after step.
-    """
-
-    def __init__(self, params: Iterable[nn.Parameter], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
-        self.params = [p for p in params if p.requires_grad]
-        self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
-        self.m = [torch.zeros_like(p) for p in self.params]  # first moments
-        self.v = [torch.zeros_like(p) for p in self.params]  # second moments
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.t += 1
-        b1, b2 = self.betas
-        step_size = self.lr / (1 - b1 ** self.t)
-        root_correction = (1 - b2 ** self.t) ** 0.5
-        for p, m, v in zip(self.params, self.m, self.v):
-            if p.grad is None:
-                continue
-            m.lerp_(p.grad, 1 - b1)  # m ← β1 m + (1 - β1) g
-            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v ← β2 v + (1 - β2) g²
-            p.addcdiv_(m, (v.sqrt() / root_correction).add_(self.eps), value=-step_size)
+def _check_model(model: object) -> None:
+    if not isinstance(model, Seq2Seq):
+        raise ValueError(f"model must be a Seq2Seq, got {type(model).__name__}")
 
 
 def train_seq2seq(
     model: Seq2Seq, data: DateData, *, steps: int = 100, batch_size: int = 128,
     lr: float = 0.02, seed: int = 0, print_every: int | None = 100,
-    callback: Callable[[int, float], None] | None = None,
+    callback: Callable[[int, float], None] | None = None, num_threads: int | None = None,
 ) -> list[float]:
-    """Adam (``Adam`` above) with teacher forcing on random batches of ``data``; returns the
+    """``torch.optim.Adam`` with teacher forcing on random batches of ``data``; returns the
     loss of each step.
 
     Batches come from a generator seeded with ``seed`` and are moved to the model's device.
     The loss is the cross-entropy of every target token (padding ignored). Every
     ``print_every`` steps it prints the mean loss of those steps; ``callback(step, loss)``,
-    if given, is called after every step.
+    if given, is called after every step. ``num_threads``: PyTorch's CPU thread count during
+    training (restored afterwards, even on an error); None leaves it alone.
     """
+    _check_model(model)
+    if not isinstance(data, DateData):
+        raise ValueError(f"data must be a DateData (make_dates), got {type(data).__name__}")
+    check_positive_int("steps", steps)
+    check_positive_int("batch_size", batch_size)
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    _check_int("seed", seed)
+    if print_every is not None:
+        check_positive_int("print_every", print_every)
+    if num_threads is not None:
+        check_positive_int("num_threads", num_threads)
+    if num_threads is None:
+        return _train(model, data, steps, batch_size, lr, seed, print_every, callback)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        return _train(model, data, steps, batch_size, lr, seed, print_every, callback)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(model: Seq2Seq, data: DateData, steps: int, batch_size: int, lr: float, seed: int,
+           print_every: int | None, callback: Callable[[int, float], None] | None) -> list[float]:
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
-    opt = Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     losses: list[float] = []
     start = time.perf_counter()
@@ -360,7 +564,8 @@ def train_seq2seq(
             callback(step, losses[-1])
         if print_every and step % print_every == 0:
             recent = sum(losses[-print_every:]) / len(losses[-print_every:])
-            print(f"step {step:4d}/{steps}  loss {recent:.2f}  ({time.perf_counter() - start:.1f} s)")
+            took = time.perf_counter() - start
+            print(f"step {step:4d}/{steps}  loss {recent:.2f}  ({took:.1f} s)")
     model.eval()
     return losses
 
@@ -373,9 +578,9 @@ def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_lens: torch.Tensor,
     ``src`` (B, T), ``src_lens`` (B,) → ids (B, max_steps) and weights (B, max_steps, T).
     Rows go on past their ``<eos>``; cut them with ``decode_target`` / ``predict``.
     """
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be positive, got {max_steps}")
-    enc_outputs, state = model.encoder(src, src_lens)  # (B, T, 2H), (B, H)
+    _check_model(model)
+    check_positive_int("max_steps", max_steps)
+    enc_outputs, state = model.encoder(src, src_lens)  # (B, T, 2N), (B, N)
     token = torch.full((src.shape[0],), TGT_VOCAB.stoi[BOS], dtype=torch.long, device=src.device)
     ids, weights = [], []
     for _ in range(max_steps):
@@ -388,18 +593,25 @@ def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_lens: torch.Tensor,
 
 def predict_many(model: Seq2Seq, texts: Sequence[str], max_steps: int = 12,
                  ) -> list[tuple[list[str], torch.Tensor]]:
-    """Greedy predictions for source texts, each ``(tokens, weights)``.
+    """Greedy predictions for source texts, each ``(tokens, weights)``; [] for no texts.
 
     ``tokens``: the output tokens up to and including ``<eos>`` (if produced within
     ``max_steps``); ``weights`` (len(tokens), T_i): one row per output token over the
     text's own T_i source tokens (``tokenize_source(text)``), on the CPU.
     """
+    _check_model(model)
+    texts = _check_texts("texts", texts)
+    check_positive_int("max_steps", max_steps)
+    if not texts:
+        return []
     was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     src, lens = encode_sources(texts, device)
-    ids, weights = greedy_decode(model, src, lens, max_steps)
-    model.train(was_training)
+    model.eval()
+    try:
+        ids, weights = greedy_decode(model, src, lens, max_steps)  # (B, S), (B, S, T)
+    finally:
+        model.train(was_training)
     out = []
     for b in range(len(texts)):
         tokens = TGT_VOCAB.decode(ids[b])
@@ -409,14 +621,24 @@ def predict_many(model: Seq2Seq, texts: Sequence[str], max_steps: int = 12,
 
 
 def predict(model: Seq2Seq, text: str, max_steps: int = 12) -> tuple[list[str], torch.Tensor]:
-    """One source text → output tokens and attention weights (steps × source tokens)."""
+    """One source text → output tokens and weights (steps × source tokens)."""
+    _check_str("text", text)
     return predict_many(model, [text], max_steps)[0]
+
+
+def matches(model: Seq2Seq, texts: Sequence[str], targets: Sequence[str]) -> torch.Tensor:
+    """Boolean (n,): whether the whole greedy output string of each text equals its target."""
+    texts, targets = _check_texts("texts", texts), _check_texts("targets", targets)
+    if len(texts) != len(targets):
+        raise ValueError(f"{len(texts)} texts but {len(targets)} targets")
+    preds = predict_many(model, texts)
+    return torch.tensor([output_text(tokens) == want for (tokens, _), want in zip(preds, targets)],
+                        dtype=torch.bool)
 
 
 def exact_match(model: Seq2Seq, texts: Sequence[str], targets: Sequence[str]) -> float:
     """Fraction of texts whose whole greedy output string equals the target."""
-    if len(texts) != len(targets):
-        raise ValueError(f"{len(texts)} texts but {len(targets)} targets")
-    preds = predict_many(model, texts)
-    hits = sum(output_text(tokens) == want for (tokens, _), want in zip(preds, targets))
-    return hits / len(texts)
+    hits = matches(model, texts, targets)
+    if not len(hits):
+        raise ValueError("exact_match needs at least one text")
+    return int(hits.sum()) / len(hits)

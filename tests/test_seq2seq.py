@@ -1,9 +1,11 @@
 """The date task and the Bahdanau encoder-decoder: data, shapes, masking, an oracle step,
-training, greedy prediction and input checks."""
+the fixed-context baseline, training, greedy prediction and input checks."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import signal
 
 import pytest
 import torch
@@ -84,8 +86,11 @@ def test_make_dates_is_seeded_valid_and_leaves_the_global_generator_alone():
         assert datetime.datetime.strptime(text, STRPTIME[fmt]).date().isoformat() == target
         assert 1900 <= int(target[:4]) <= 2099
     assert used == set(STRPTIME)  # every format occurs
-    assert a.src.shape[0] == a.src_lens.shape[0] == a.tgt.shape[0] == 300
+    assert a.src.shape[0] == a.src_lens.shape[0] == a.tgt.shape[0] == len(a.formats) == 300
     assert (a.src_lens == torch.tensor([len(s.tokenize_source(t)) for t in a.texts])).all()
+    for text, target, fmt in zip(a.texts, a.targets, a.formats):  # the recorded format wrote it
+        y, m, d = map(int, target.split("-"))
+        assert s.format_date(y, m, d, fmt) == (text, target)
 
 
 def test_make_dates_exclude_gives_a_disjoint_set():
@@ -94,6 +99,59 @@ def test_make_dates_exclude_gives_a_disjoint_set():
     assert not set(train.texts) & set(test.texts)
     with pytest.raises(ValueError):
         s.make_dates(0)
+
+
+@contextlib.contextmanager
+def finishes_within(seconds: float):
+    """Turn a hang into a failure: raise TimeoutError in the test after ``seconds``."""
+    def give_up(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def all_texts(first_year: int, last_year: int) -> set[str]:
+    """Every source text of the years, written out here (strftime: the C locale's names)."""
+    day, last = datetime.date(first_year, 1, 1), datetime.date(last_year, 12, 31)
+    texts = set()
+    while day <= last:
+        d, y, mon, month = day.day, day.year, day.strftime("%b"), day.strftime("%B")
+        texts |= {f"{d} {mon} {y}", f"{mon} {d}, {y}", f"{d} {month} {y}", f"{month} {d}, {y}",
+                  day.strftime("%d.%m.%Y")}
+        day += datetime.timedelta(days=1)
+    return texts
+
+
+def test_count_dates_counts_every_distinct_text():
+    assert s.count_dates((2001, 2001)) == len(all_texts(2001, 2001)) == 5 * 365 - 2 * 31
+    assert s.count_dates((2000, 2001)) == len(all_texts(2000, 2001))  # 2000 is a leap year
+    with pytest.raises(ValueError, match="years"):
+        s.count_dates((2001, 2000))
+
+
+def test_make_dates_refuses_more_dates_than_the_years_hold():
+    """It used to loop forever when n exceeded the distinct texts of ``years``."""
+    total = s.count_dates((2001, 2001))  # 1763
+    with finishes_within(20), pytest.raises(ValueError, match=f"only {total} distinct"):
+        s.make_dates(total + 1, years=(2001, 2001))
+    every = s.make_dates(total, seed=4, years=(2001, 2001))  # all of them, in a seeded order
+    assert set(every.texts) == all_texts(2001, 2001) and len(every.texts) == total
+    assert every.texts == s.make_dates(total, seed=4, years=(2001, 2001)).texts
+    assert every.texts != s.make_dates(total, seed=5, years=(2001, 2001)).texts
+    for text, target, fmt in zip(every.texts, every.targets, every.formats):
+        assert s.format_date(*map(int, target.split("-")), fmt) == (text, target)
+    # exclude leaves too few: the message says how many are left
+    excluded = every.texts[:10] + ["not a date"]
+    with finishes_within(20), pytest.raises(ValueError, match=f"{total - 10} left"):
+        s.make_dates(total - 9, years=(2001, 2001), exclude=excluded)
+    rest = s.make_dates(total - 10, years=(2001, 2001), exclude=excluded)
+    assert set(rest.texts) == set(every.texts[10:])
 
 
 # ---------------------------------------------------------------- the model
@@ -164,26 +222,26 @@ def test_one_decoder_step_equals_the_bahdanau_equations_written_out(device):
     model = small_model(device).double()
     src, lens, _ = batch(device)
     dec = model.decoder
-    enc, state = model.encoder(src, lens)  # (B, T, 2H), (B, H)
+    enc, state = model.encoder(src, lens)  # (B, T, 2N), (B, N)
     token = torch.tensor([3, 5, 7], device=device)
     logits, new_state, weights = dec.step(token, state, enc, lens)
     att, cell = dec.attention, dec.cell
     for b in range(3):
         n = int(lens[b])
-        h_j = enc[b, :n]  # (n, 2H)
+        h_j = enc[b, :n]  # (n, 2N)
         scores = torch.tanh(state[b] @ att.W_q.weight.T + h_j @ att.W_k.weight.T) @ att.w_v.weight[0]
         alpha = torch.exp(scores - scores.max())
         alpha = alpha / alpha.sum()
         torch.testing.assert_close(weights[b, :n], alpha)
         assert (weights[b, n:] == 0).all()
-        context = alpha @ h_j  # (2H,)
+        context = alpha @ h_j  # (2N,)
         x = torch.cat([dec.embedding.weight[token[b]], context])
         gi = cell.weight_ih @ x + cell.bias_ih
         gh = cell.weight_hh @ state[b] + cell.bias_hh
-        H = state.shape[1]
-        r = torch.sigmoid(gi[:H] + gh[:H])
-        z = torch.sigmoid(gi[H:2 * H] + gh[H:2 * H])
-        cand = torch.tanh(gi[2 * H:] + r * gh[2 * H:])
+        N = state.shape[1]
+        r = torch.sigmoid(gi[:N] + gh[:N])
+        z = torch.sigmoid(gi[N:2 * N] + gh[N:2 * N])
+        cand = torch.tanh(gi[2 * N:] + r * gh[2 * N:])
         s_new = (1 - z) * cand + z * state[b]
         torch.testing.assert_close(new_state[b], s_new)
         torch.testing.assert_close(logits[b], dec.dense.weight @ torch.cat([s_new, context]) + dec.dense.bias)
@@ -198,9 +256,9 @@ def test_encoder_state_is_read_after_the_last_valid_token(device):
         enc_b, state_b = model.encoder(src[b:b + 1, :n], lens[b:b + 1])
         torch.testing.assert_close(enc_b[0], enc[b, :n])
         torch.testing.assert_close(state_b[0], state[b])
-    H = state.shape[1]  # forward half at the last valid token, backward half at the first
-    fwd_last = enc[torch.arange(3), lens - 1, :H]
-    bwd_first = enc[:, 0, H:]
+    N = state.shape[1]  # forward half at the last valid token, backward half at the first
+    fwd_last = enc[torch.arange(3), lens - 1, :N]
+    bwd_first = enc[:, 0, N:]
     want = torch.tanh(model.encoder.init_state(torch.cat([fwd_last, bwd_first], -1)))
     torch.testing.assert_close(state, want)
 
@@ -216,27 +274,52 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def test_adam_matches_torch_optim_adam():
+def test_training_is_torch_optim_adam_on_seeded_batches(one_thread):
+    """train_seq2seq = a plain loop written out here: torch.optim.Adam, teacher forcing,
+    cross-entropy without padding, gradients clipped to norm 1, batches from its own generator."""
+    data = s.make_dates(64, seed=3)
     torch.manual_seed(0)
-    a, b = s.Seq2Seq(5, 7), s.Seq2Seq(5, 7)
-    b.load_state_dict(a.state_dict())
-    start = {name: p.detach().clone() for name, p in a.named_parameters()}
-    for model in (a, b):  # a frozen parameter is left alone
-        model.decoder.embedding.weight.requires_grad_(False)
-    ours = s.Adam(a.parameters(), lr=0.05, betas=(0.8, 0.95), eps=1e-6)
-    theirs = torch.optim.Adam([p for p in b.parameters() if p.requires_grad], lr=0.05,
-                              betas=(0.8, 0.95), eps=1e-6)
-    src, lens, tgt = batch("cpu")
+    ours = s.Seq2Seq(5, 7)
+    theirs = s.Seq2Seq(5, 7)
+    theirs.load_state_dict(ours.state_dict())
+    losses = s.train_seq2seq(ours, data, steps=4, batch_size=16, lr=0.05, seed=9,
+                             print_every=None)
+    opt = torch.optim.Adam(theirs.parameters(), lr=0.05)
+    gen = torch.Generator().manual_seed(9)
+    want = []
     for _ in range(4):
-        for model, opt in ((a, ours), (b, theirs)):
-            opt.zero_grad()
-            logits, _ = model(src, lens, s.shift_right(tgt))
-            torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten()).backward()
-            opt.step()
-        for (name, p), q in zip(a.named_parameters(), b.parameters()):
-            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
-    assert torch.equal(a.decoder.embedding.weight, start["decoder.embedding.weight"])
-    assert not torch.equal(a.encoder.embedding.weight, start["encoder.embedding.weight"])
+        idx = torch.randint(64, (16,), generator=gen)
+        src, lens, tgt = data.src[idx], data.src_lens[idx], data.tgt[idx]
+        src = src[:, :int(lens.max())]
+        bos = torch.full((16, 1), s.TGT_VOCAB.stoi[s.BOS])
+        logits, _ = theirs(src, lens, torch.cat([bos, tgt[:, :-1]], 1))
+        keep = tgt != 0
+        loss = -logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0][keep].mean()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
+        opt.step()
+        want.append(loss.item())
+    assert losses == pytest.approx(want, rel=1e-5)
+    for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_num_threads_is_restored_even_after_an_error():
+    data = s.make_dates(32, seed=3)
+    before = torch.get_num_threads()
+    seen = []
+    s.train_seq2seq(s.Seq2Seq(5, 7), data, steps=2, batch_size=4, print_every=None,
+                    num_threads=1, callback=lambda step, loss: seen.append(torch.get_num_threads()))
+    assert seen == [1, 1] and torch.get_num_threads() == before
+
+    def boom(step, loss):
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        s.train_seq2seq(s.Seq2Seq(5, 7), data, steps=2, batch_size=4, print_every=None,
+                        num_threads=1, callback=boom)
+    assert torch.get_num_threads() == before
 
 
 def test_a_tiny_training_run_lowers_the_loss(capsys, one_thread):
@@ -327,3 +410,167 @@ def test_bad_decoder_inputs_raise_value_error(device):
         model.decoder(tgt_in, state, enc[0], lens)
     with pytest.raises(ValueError, match="state"):
         model.decoder(tgt_in, state[0], enc, lens)
+
+
+# ---------------------------------------------------------------- the fixed-context baseline
+def test_mean_context_decoder_reads_the_average_of_the_valid_encoder_outputs(device):
+    """Without attention every step gets the same context: the mean of h_1..h_n, i.e. weights
+    frozen at 1/n on the valid tokens and 0 on the padding."""
+    torch.manual_seed(0)
+    model = s.Seq2Seq(5, 7, attention=False).to(device).double().eval()
+    assert isinstance(model.decoder, s.MeanContextDecoder)
+    src, lens, tgt = batch(device)
+    enc, state = model.encoder(src, lens)
+    logits, weights = model(src, lens, s.shift_right(tgt))  # (B, S, C), (B, S, T)
+    for b, n in enumerate(lens.tolist()):
+        want = torch.zeros(src.shape[1], dtype=weights.dtype, device=device)
+        want[:n] = 1 / n
+        torch.testing.assert_close(weights[b], want.expand(11, -1))
+        context, w = model.decoder.context(state[b:b + 1], enc[b:b + 1, :n], lens[b:b + 1])
+        torch.testing.assert_close(context[0], enc[b, :n].sum(0) / n)
+    # One step written out: the GRU cell and the output layer read [e(y); c] and [s'; c].
+    dec = model.decoder
+    token = torch.tensor([3, 5, 7], device=device)
+    step_logits, new_state, _ = dec.step(token, state, enc, lens)
+    context = (enc * (weights[:, 0, :, None])).sum(1)  # (B, 2N)
+    want_state = dec.cell(torch.cat([dec.embedding(token), context], -1), state)
+    torch.testing.assert_close(new_state, want_state)
+    torch.testing.assert_close(step_logits, dec.dense(torch.cat([want_state, context], -1)))
+
+
+def test_the_baseline_is_the_attention_model_less_the_scorer():
+    with_attention = {n: p.shape for n, p in s.Seq2Seq(5, 7).named_parameters()}
+    without = {n: p.shape for n, p in s.Seq2Seq(5, 7, attention=False).named_parameters()}
+    assert without == {n: shape for n, shape in with_attention.items()
+                       if not n.startswith("decoder.attention.")}
+    assert len(with_attention) > len(without)
+    # Built from the same seed, the layers they share start from the same weights (the scorer
+    # is made last), so the notebook's comparison changes one thing only.
+    torch.manual_seed(3)
+    a = dict(s.Seq2Seq(5, 7).named_parameters())
+    torch.manual_seed(3)
+    for name, p in s.Seq2Seq(5, 7, attention=False).named_parameters():
+        assert torch.equal(p, a[name]), name
+
+
+def test_only_attention_makes_the_context_depend_on_the_decoder_state(device):
+    """The query is s_{t-1}: another state gives another context with attention, the same
+    context without."""
+    torch.manual_seed(0)
+    src, lens, _ = batch(device)
+    for attention in (False, True):
+        model = s.Seq2Seq(5, 7, attention=attention).to(device).eval()
+        enc, state = model.encoder(src, lens)
+        a, wa = model.decoder.context(state, enc, lens)
+        b, wb = model.decoder.context(-state, enc, lens)
+        assert torch.equal(a, b) == (not attention) and torch.equal(wa, wb) == (not attention)
+
+
+def test_the_baseline_trains_and_predicts(one_thread):
+    torch.manual_seed(0)
+    model = s.Seq2Seq(8, 16, attention=False)
+    data = s.make_dates(256, seed=3)
+    losses = s.train_seq2seq(model, data, steps=30, batch_size=32, print_every=None)
+    assert sum(losses[-5:]) / 5 < 0.8 * sum(losses[:5]) / 5
+    (tokens, weights), = s.predict_many(model, ["3 May 1998"])
+    torch.testing.assert_close(weights, torch.full((len(tokens), 6), 1 / 6))
+
+
+# ---------------------------------------------------------------- predictions and scores
+def test_predict_many_of_no_texts_is_empty():
+    """predict_many([]) used to fail in greedy_decode; no texts, no predictions."""
+    model = s.Seq2Seq(5, 7)
+    assert s.predict_many(model, []) == []
+    assert s.predict_many(model, ()) == []
+
+
+def test_matches_marks_each_text():
+    torch.manual_seed(0)
+    model = s.Seq2Seq(8, 16).eval()
+    texts = ["3 May 1998", "May 4, 1999", "07.11.1950"]
+    outputs = [s.output_text(tokens) for tokens, _ in s.predict_many(model, texts)]
+    hits = s.matches(model, texts, [outputs[0], "1999-05-04" + "0", outputs[2]])
+    assert hits.dtype == torch.bool and hits.tolist() == [True, False, True]
+    assert s.exact_match(model, texts, [outputs[0], "x", outputs[2]]) == 2 / 3
+
+
+# ---------------------------------------------------------------- bad input to the data helpers
+MODEL = s.Seq2Seq(5, 7)
+DATA = s.make_dates(8, seed=0)
+
+# Each call must raise a ValueError whose message contains the given text. The comment after
+# each says what it did before these checks: hung, silent (a wrong result, no error), a raw
+# TypeError/IndexError/..., a ValueError that did not say what was wrong, or already right.
+SRC_3_MAY, LENS_3_MAY = s.encode_sources(["3 May 1998"])
+BAD_DATA_CALLS = {
+    "make_dates n too large": (lambda: s.make_dates(10**6, years=(2001, 2001)), "distinct"),  # hung
+    "make_dates n float": (lambda: s.make_dates(2.5), "n must be"),  # TypeError
+    "make_dates n bool": (lambda: s.make_dates(True), "n must be"),  # silent: 1 date
+    "make_dates years reversed": (lambda: s.make_dates(3, years=(2001, 2000)), "years"),  # RuntimeError
+    "make_dates years one int": (lambda: s.make_dates(3, years=2001), "years"),  # TypeError
+    "make_dates year 0": (lambda: s.make_dates(3, years=(0, 5)), "years"),  # silent: '04.12.2'
+    "make_dates exclude str": (lambda: s.make_dates(3, exclude="3 May 1998"), "wrap it"),  # silent
+    "make_dates seed str": (lambda: s.make_dates(3, seed="1"), "seed"),  # RuntimeError
+    "Vocab str": (lambda: s.Vocab("abc"), "list of str"),  # silent: one token per character
+    "Vocab repeated": (lambda: s.Vocab(["a", "b", "a"]), "repeated"),  # already a ValueError
+    "Vocab non-str": (lambda: s.Vocab(["a", 1]), "must be str"),  # silent
+    "encode str": (lambda: s.SRC_VOCAB.encode("1998"), "list of tokens"),  # silent: characters
+    "encode unknown": (lambda: s.SRC_VOCAB.encode(["Mai"]), "outside the vocabulary"),  # already
+    "encode unhashable": (lambda: s.SRC_VOCAB.encode([["1"]]), "outside the vocabulary"),  # TypeError
+    "decode negative": (lambda: s.TGT_VOCAB.decode([-1]), "must lie in"),  # silent: last token
+    "decode too large": (lambda: s.TGT_VOCAB.decode([99]), "must lie in"),  # IndexError
+    "decode float": (lambda: s.TGT_VOCAB.decode([1.7]), "integers"),  # silent: truncated
+    "decode float tensor": (lambda: s.TGT_VOCAB.decode(torch.tensor([1.0])), "integer tensor"),  # silent
+    "decode 2-D tensor": (lambda: s.TGT_VOCAB.decode(torch.ones(2, 2, dtype=torch.long)), "1-D"),  # unclear
+    "decode_target bad id": (lambda: s.decode_target([3, -2]), "must lie in"),  # silent
+    "tokenize_source int": (lambda: s.tokenize_source(1998), "must be a str"),  # TypeError
+    "tokenize_target None": (lambda: s.tokenize_target(None), "must be a str"),  # TypeError
+    "format_date month 0": (lambda: s.format_date(1998, 0, 3, 0), "month"),  # silent: December
+    "format_date month 13": (lambda: s.format_date(1998, 13, 3, 0), "month"),  # IndexError
+    "format_date 30 February": (lambda: s.format_date(1998, 2, 30, 0), "no such date"),  # silent
+    "format_date day 0": (lambda: s.format_date(1998, 5, 0, 0), "no such date"),  # silent
+    "format_date fmt -1": (lambda: s.format_date(1998, 5, 3, -1), "fmt"),  # silent: format 4
+    "format_date fmt 5": (lambda: s.format_date(1998, 5, 3, 5), "fmt"),  # IndexError
+    "format_date year str": (lambda: s.format_date("1998", 5, 3, 0), "year"),  # unclear
+    "encode_sources str": (lambda: s.encode_sources("1998"), "wrap it"),  # silent: 4 texts
+    "encode_sources empty text": (lambda: s.encode_sources(["3 May 1998", " "]), "no tokens"),  # silent
+    "encode_sources unknown": (lambda: s.encode_sources(["3 Mai 1998"]), "3 Mai 1998"),  # unclear
+    "encode_sources non-str": (lambda: s.encode_sources([1998]), "must be a str"),  # TypeError
+    "encode_targets str": (lambda: s.encode_targets("1998-05-03"), "wrap it"),  # silent: 10 rows
+    "encode_targets unknown": (lambda: s.encode_targets(["1998/05/03"]), "outside the vocabulary"),  # already
+    "output_text unknown": (lambda: s.output_text(["x"]), "outside the vocabulary"),  # already
+    "shift_right rank 1": (lambda: s.shift_right(torch.tensor([4, 5])), "2 dimensions"),  # IndexError
+    "shift_right float": (lambda: s.shift_right(torch.ones(1, 3)), "integer ids"),  # silent
+    "shift_right no steps": (lambda: s.shift_right(torch.ones(2, 0, dtype=torch.long)), "at least one"),  # silent
+    "Seq2Seq size 0": (lambda: s.Seq2Seq(0, 7), "embed_size"),  # unclear (torch's message)
+    "Seq2Seq size float": (lambda: s.Seq2Seq(5, 7.5), "num_hiddens"),  # TypeError
+    "Seq2Seq attention str": (lambda: s.Seq2Seq(5, 7, attention="no"), "attention"),  # new argument
+    "train steps 0": (lambda: s.train_seq2seq(MODEL, DATA, steps=0), "steps"),  # silent: []
+    "train steps -3": (lambda: s.train_seq2seq(MODEL, DATA, steps=-3), "steps"),  # silent: []
+    "train batch 0": (lambda: s.train_seq2seq(MODEL, DATA, batch_size=0), "batch_size"),  # RuntimeError
+    "train lr negative": (lambda: s.train_seq2seq(MODEL, DATA, lr=-0.1), "lr"),  # silent: trains uphill
+    "train lr nan": (lambda: s.train_seq2seq(MODEL, DATA, lr=float("nan")), "lr"),  # silent: NaN weights
+    "train data tuple": (lambda: s.train_seq2seq(MODEL, (DATA.texts, DATA.targets)), "DateData"),  # AttributeError
+    "train model": (lambda: s.train_seq2seq(torch.nn.Linear(2, 2), DATA), "Seq2Seq"),  # TypeError
+    "train print_every 0.5": (lambda: s.train_seq2seq(MODEL, DATA, print_every=0.5), "print_every"),  # TypeError
+    "train num_threads 0": (lambda: s.train_seq2seq(MODEL, DATA, num_threads=0), "num_threads"),  # new argument
+    "greedy max_steps 0": (lambda: s.greedy_decode(MODEL, SRC_3_MAY, LENS_3_MAY, 0), "max_steps"),  # already
+    "greedy max_steps float": (lambda: s.greedy_decode(MODEL, SRC_3_MAY, LENS_3_MAY, 2.5), "max_steps"),  # TypeError
+    "greedy float lengths": (lambda: s.greedy_decode(MODEL, SRC_3_MAY, LENS_3_MAY.float()),
+                             "integer lengths"),  # unclear ("ids and lengths")
+    "greedy id too large": (lambda: s.greedy_decode(MODEL, SRC_3_MAY + 99, LENS_3_MAY), "ids in"),  # IndexError
+    "predict_many str": (lambda: s.predict_many(MODEL, "3 May 1998"), "wrap it"),  # unclear; '1998': silent
+    "predict_many empty text": (lambda: s.predict_many(MODEL, [""]), "no tokens"),  # unclear
+    "predict list": (lambda: s.predict(MODEL, ["3 May 1998"]), "must be a str"),  # TypeError
+    "predict unknown": (lambda: s.predict(MODEL, "3 Mai 1998"), "outside the vocabulary"),  # already
+    "exact_match none": (lambda: s.exact_match(MODEL, [], []), "at least one"),  # unclear
+    "exact_match str target": (lambda: s.exact_match(MODEL, ["3 May 1998"], "1998-05-03"), "wrap it"),  # unclear
+    "exact_match lengths": (lambda: s.exact_match(MODEL, ["3 May 1998"], []), "targets"),  # already
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DATA_CALLS))
+def test_bad_input_to_the_helpers_raises_a_clear_value_error(case):
+    call, match = BAD_DATA_CALLS[case]
+    with finishes_within(30), pytest.raises(ValueError, match=match):
+        call()

@@ -1,5 +1,5 @@
 """The alignment view of notebook 05 draws the weights the model's greedy decoding used, and
-both sliders change the drawing."""
+both sliders change the drawing. Steps and examples count from 1 (step t is row t - 1)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ TARGETS = ["1998-05-03", "2004-09-21", "1950-11-07", "2011-01-09"]
 
 @pytest.fixture
 def model() -> s.Seq2Seq:
-    return ws.demo_model(seed=1)
+    return ws.demo_model(seed=2)  # untrained; its outputs run to max_steps: many steps
 
 
 def control(view: widgets.interactive, description: str) -> widgets.Widget:
@@ -39,7 +39,7 @@ def labels(ticks) -> list[str]:
 
 
 def first_step_weights(model: s.Seq2Seq, text: str) -> np.ndarray:
-    """Step 0 written out: query = the decoder's initial state, keys = encoder outputs,
+    """Step 1 written out: query = the decoder's initial state, keys = encoder outputs,
     α_j ∝ exp(w_vᵀ tanh(W_q s_0 + W_k h_j))."""
     src, lens = s.encode_sources([text])
     with torch.no_grad():
@@ -52,52 +52,59 @@ def first_step_weights(model: s.Seq2Seq, text: str) -> np.ndarray:
 
 def test_the_image_is_what_predict_returns_for_the_chosen_example(model):
     view = ws.alignment_view(model, TEXTS, TARGETS)
+    assert (control(view, "example").min, control(view, "example").max) == (1, 4)
     for i in [2, 0, 3, 1]:
-        control(view, "example").value = i
+        control(view, "example").value = i + 1
         tokens, weights = s.predict(model, TEXTS[i])
         fig = view.result
         np.testing.assert_allclose(drawn(fig), weights.numpy(), rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(drawn(fig)[0], first_step_weights(model, TEXTS[i]),
                                    rtol=1e-4, atol=1e-6)
-        assert labels(fig.axes[0].get_yticklabels()) == tokens
+        assert labels(fig.axes[0].get_yticklabels()) == [f"{t}: {tok}" for t, tok in
+                                                         enumerate(tokens, start=1)]
         assert labels(fig.axes[1].get_xticklabels()) == s.tokenize_source(TEXTS[i])
         assert TEXTS[i] in fig.axes[0].get_title()
 
 
 def test_the_step_slider_moves_the_outline_and_the_bars(model):
-    view = ws.alignment_view(model, TEXTS, TARGETS, example=1)
+    view = ws.alignment_view(model, TEXTS, TARGETS, example=2)
     tokens, weights = s.predict(model, TEXTS[1])
     fig = view.result
     image = fig.axes[0].images[0]
-    for step in [0, 4, 2]:
+    slider = control(view, "step")
+    assert (slider.min, slider.max, slider.value) == (1, len(tokens), 1)
+    np.testing.assert_allclose(bars(fig), weights[0].numpy(), rtol=1e-6)  # step 1 = row 0
+    assert fig.axes[1].get_title() == f"step 1: writes {tokens[0]!r}"
+    for step in [5, 3, len(tokens)]:
         before = bars(fig).copy()
-        control(view, "step").value = step
+        slider.value = step
         assert view.result is fig and fig.axes[0].images[0] is image  # updated in place
-        np.testing.assert_allclose(bars(fig), weights[step].numpy(), rtol=1e-6)
-        assert fig.axes[0].patches[0].get_y() == step - 0.5
-        assert f"step {step}: emits {tokens[step]!r}" == fig.axes[1].get_title()
-        if step:
-            assert not np.allclose(before, bars(fig))
+        np.testing.assert_allclose(bars(fig), weights[step - 1].numpy(), rtol=1e-6)
+        assert fig.axes[0].patches[0].get_y() == step - 1.5  # outlines row step - 1
+        assert fig.axes[1].get_title() == f"step {step}: writes {tokens[step - 1]!r}"
+        assert not np.allclose(before, bars(fig))
     np.testing.assert_allclose(drawn(fig), weights.numpy(), rtol=1e-6)
 
 
 def test_the_example_slider_changes_the_image(model):
     view = ws.alignment_view(model, TEXTS)
     first = drawn(view.result).copy()
-    control(view, "example").value = 1
+    control(view, "example").value = 2
     second = drawn(view.result)
     assert first.shape != second.shape or not np.allclose(first, second)
-    control(view, "example").value = 0
+    control(view, "example").value = 1
     np.testing.assert_array_equal(drawn(view.result), first)
 
 
 def test_weights_rows_sum_to_one_and_step_is_clipped(model):
     tokens, weights = s.predict(model, TEXTS[0])
     fig = ws.draw_alignment(s.tokenize_source(TEXTS[0]), tokens, weights, step=99)
-    last = len(tokens) - 1
-    assert fig.axes[0].patches[0].get_y() == last - 0.5
+    last = len(tokens)  # the last step, row last - 1
+    assert fig.axes[0].patches[0].get_y() == last - 1.5
     np.testing.assert_allclose(drawn(fig).sum(axis=1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(bars(fig), weights[last].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(bars(fig), weights[last - 1].numpy(), rtol=1e-6)
+    fig = ws.draw_alignment(s.tokenize_source(TEXTS[0]), tokens, weights, step=0, fig=fig)
+    np.testing.assert_allclose(bars(fig), weights[0].numpy(), rtol=1e-6)  # clipped to step 1
 
 
 def test_draw_alignment_redraws_a_foreign_figure_and_checks_shapes():
@@ -113,6 +120,13 @@ def test_draw_alignment_redraws_a_foreign_figure_and_checks_shapes():
                                rtol=1e-6)
     with pytest.raises(ValueError, match="shape"):
         ws.draw_alignment(src, out, weights.T)
+    with pytest.raises(ValueError, match="step"):
+        ws.draw_alignment(src, out, weights, step=2.5)
+
+
+def test_step_labels_count_from_one():
+    assert ws.step_labels(["1", "9", s.EOS]) == ["1: 1", "2: 9", "3: <eos>"]
+    assert ws.step_labels([]) == []
 
 
 def test_titles_say_right_or_wrong():
@@ -128,6 +142,13 @@ def test_view_checks_its_inputs(model):
         ws.alignment_view(model, [])
     with pytest.raises(ValueError):
         ws.alignment_view(model, TEXTS, TARGETS[:2])
+    with pytest.raises(ValueError):
+        ws.alignment_view(model, "3 May 1998")
+    for example in (0, 5):
+        with pytest.raises(ValueError, match="example"):
+            ws.alignment_view(model, TEXTS, example=example)
+    with pytest.raises(ValueError, match="step"):
+        ws.alignment_view(model, TEXTS, step=0)
 
 
 def test_demo_model_is_seeded_and_leaves_the_global_generator_alone():
@@ -144,4 +165,4 @@ def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     view = views["alignment"]
     assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
     assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
-    assert control(view, "example").max == 5 and control(view, "step").max >= 1
+    assert control(view, "example").max == 6 and control(view, "step").max >= 2

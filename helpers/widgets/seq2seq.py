@@ -2,6 +2,8 @@
 
 Legend: S decoding steps (the queries, one per output token), T source tokens (the keys).
 Weights are laid out (S, T); each row sums to 1 over the source's valid tokens.
+Steps and examples count from 1, as in the notebook's maths: step t writes output token y_t and
+is row t - 1 of the weights.
 
 ``draw_alignment`` is a pure function of the tokens, the weights and the chosen step;
 ``alignment_view`` computes every example's greedy prediction once (``predict_many``) and
@@ -23,10 +25,16 @@ from ..plotting import MASKED_COLOR, to_numpy
 from ..seq2seq import Seq2Seq, make_dates, output_text, predict_many, tokenize_source
 from ._common import interactive_figure
 
-__all__ = ["draw_alignment", "alignment_title", "alignment_view", "demo_model", "demo_views"]
+__all__ = ["step_labels", "draw_alignment", "alignment_title", "alignment_view", "demo_model",
+           "demo_views"]
 
 ALIGNMENT_LABEL = "seq2seq.alignment"  # Figure label: tells draw_alignment a figure is its own
 HIGHLIGHT = "#1f77b4"
+
+
+def step_labels(output_tokens: Sequence[str]) -> list[str]:
+    """Row labels of an alignment map: ['1: 1', '2: 9', ..., '11: <eos>'] (step t: token y_t)."""
+    return [f"{t}: {token}" for t, token in enumerate(output_tokens, start=1)]
 
 
 def _is_alignment_figure(fig: Figure) -> bool:
@@ -41,13 +49,13 @@ def _layout(fig: Figure) -> None:
     fig.clear()
     fig.set_label(ALIGNMENT_LABEL)
     fig.set_layout_engine("none")
-    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], left=0.16, right=0.95, top=0.8,
+    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], left=0.19, right=0.95, top=0.8,
                             bottom=0.17, hspace=0.4)
     ax_map = fig.add_subplot(grid[0])
     ax_bar = fig.add_subplot(grid[1], sharex=ax_map)
     ax_map.imshow(np.zeros((1, 1)), cmap=colormaps["Reds"].with_extremes(bad=MASKED_COLOR),
                   vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
-    ax_map.set_ylabel("output token (decoding step)")
+    ax_map.set_ylabel("step t: output token y_t")
     ax_map.tick_params(top=True, labeltop=True, bottom=False, labelbottom=False)
     ax_map.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=2.5))
     ax_bar.set_ylim(0.0, 1.0)
@@ -64,8 +72,8 @@ def _set_content(fig: Figure, source_tokens: Sequence[str], output_tokens: Seque
     image.set_data(weights)
     image.set_extent((-0.5, T - 0.5, S - 0.5, -0.5))
     ax_map.set_xlim(-0.5, T - 0.5)
-    ax_map.set_ylim(S - 0.5, -0.5)  # step 0 on top
-    ax_map.set_yticks(range(S), list(output_tokens))
+    ax_map.set_ylim(S - 0.5, -0.5)  # step 1 on top
+    ax_map.set_yticks(range(S), step_labels(output_tokens))
     for ax, ha in ((ax_map, "left"), (ax_bar, "right")):  # one shared x axis, labels on both
         ax.set_xticks(range(T), list(source_tokens), rotation=45, ha=ha,
                       rotation_mode="anchor", fontsize="small")
@@ -81,29 +89,33 @@ def _shows(fig: Figure, source_tokens: Sequence[str], output_tokens: Sequence[st
     ax_map, ax_bar = fig.axes
     drawn = np.ma.getdata(ax_map.images[0].get_array())
     return (drawn.shape == weights.shape and np.array_equal(drawn, weights)
-            and [t.get_text() for t in ax_map.get_yticklabels()] == list(output_tokens)
+            and [t.get_text() for t in ax_map.get_yticklabels()] == step_labels(output_tokens)
             and [t.get_text() for t in ax_bar.get_xticklabels()] == list(source_tokens))
 
 
 def draw_alignment(
     source_tokens: Sequence[str], output_tokens: Sequence[str],
-    weights: torch.Tensor | np.ndarray, step: int = 0, *, title: str = "",
+    weights: torch.Tensor | np.ndarray, step: int = 1, *, title: str = "",
     fig: Figure | None = None,
 ) -> Figure:
-    """Alignment heatmap of ``weights`` (S, T): output tokens down, source tokens across,
-    colours on a fixed 0–1 scale.
+    """Alignment heatmap of ``weights`` (S, T): output tokens down (labelled 'step: token'),
+    source tokens across, colours on a fixed 0–1 scale.
 
-    Row ``step`` (clipped to [0, S-1]) is outlined, and its weights are drawn as bars under the
-    heatmap. ``fig``: a Figure this function drew before is updated in place (its axes are
-    kept; when only the step changes, only the outline and the bars move); any other Figure is
-    cleared and redrawn.
+    Step ``step`` (counted from 1, clipped to [1, S]; row ``step - 1``) is outlined, and its
+    weights are drawn as bars under the heatmap. ``fig``: a Figure this function drew before is
+    updated in place (its axes are kept; when only the step changes, only the outline and the
+    bars move); any other Figure is cleared and redrawn.
     """
     weights = to_numpy(weights).astype(np.float64)
     if weights.ndim != 2 or weights.shape != (len(output_tokens), len(source_tokens)):
         raise ValueError(f"weights must have shape (S, T) = ({len(output_tokens)}, "
                          f"{len(source_tokens)}), got {weights.shape}")
     S, _ = weights.shape
-    step = min(max(int(step), 0), S - 1)
+    if S == 0:
+        raise ValueError("weights must have at least one row (one decoding step)")
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise ValueError(f"step must be an int, got {type(step).__name__} {step!r}")
+    step = min(max(int(step), 1), S)
     if fig is None:
         fig = Figure(figsize=(6.0, 5.6))
     if not _is_alignment_figure(fig):
@@ -112,11 +124,11 @@ def draw_alignment(
     elif not _shows(fig, source_tokens, output_tokens, weights):
         _set_content(fig, source_tokens, output_tokens, weights)
     ax_map, ax_bar = fig.axes
-    ax_map.patches[0].set_y(step - 0.5)
-    for bar, height in zip(ax_bar.patches, weights[step]):
+    ax_map.patches[0].set_y(step - 1.5)  # row step - 1
+    for bar, height in zip(ax_bar.patches, weights[step - 1]):
         bar.set_height(height)
     ax_map.set_title(title, fontsize="medium")
-    ax_bar.set_title(f"step {step}: emits {output_tokens[step]!r}", fontsize="medium")
+    ax_bar.set_title(f"step {step}: writes {output_tokens[step - 1]!r}", fontsize="medium")
     return fig
 
 
@@ -131,32 +143,38 @@ def alignment_title(text: str, output_tokens: Sequence[str], target: str | None 
 
 def alignment_view(
     model: Seq2Seq, texts: Sequence[str], targets: Sequence[str] | None = None, *,
-    example: int = 0, step: int = 0, max_steps: int = 12,
+    example: int = 1, step: int = 1, max_steps: int = 12,
 ) -> widgets.interactive:
-    """Sliders: which example of ``texts`` and which decoding step → ``draw_alignment``.
+    """Sliders: which example of ``texts`` (1 = the first) and which decoding step (from 1)
+    → ``draw_alignment``.
 
     The greedy predictions (``predict_many(model, texts, max_steps)``) are computed once here;
     moving a slider only draws. ``targets``, if given, mark each output right or wrong.
     """
-    if not texts:
-        raise ValueError("texts must hold at least one source text")
+    if isinstance(texts, str) or not texts:
+        raise ValueError(f"texts must be a non-empty list of source texts, got {texts!r}")
     if targets is not None and len(targets) != len(texts):
         raise ValueError(f"{len(texts)} texts but {len(targets)} targets")
+    if isinstance(example, bool) or not isinstance(example, int) or not 1 <= example <= len(texts):
+        raise ValueError(f"example must be an int in [1, {len(texts)}], got {example!r}")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise ValueError(f"step must be an int >= 1, got {step!r}")
     preds = predict_many(model, texts, max_steps)
     sources = [tokenize_source(t) for t in texts]
     fig = Figure(figsize=(6.0, 5.6))
 
     def draw(example: int, step: int) -> Figure:
-        tokens, weights = preds[example]
-        title = alignment_title(texts[example], tokens, None if targets is None else targets[example])
-        return draw_alignment(sources[example], tokens, weights, step, title=title, fig=fig)
+        i = example - 1
+        tokens, weights = preds[i]
+        title = alignment_title(texts[i], tokens, None if targets is None else targets[i])
+        return draw_alignment(sources[i], tokens, weights, step, title=title, fig=fig)
 
     longest = max(len(tokens) for tokens, _ in preds)
     view = interactive_figure(
         draw, height="540px",
-        example=widgets.IntSlider(value=example, min=0, max=len(texts) - 1, description="example",
+        example=widgets.IntSlider(value=example, min=1, max=len(texts), description="example",
                                   continuous_update=False),
-        step=widgets.IntSlider(value=step, min=0, max=longest - 1, description="step"),
+        step=widgets.IntSlider(value=step, min=1, max=longest, description="step"),
     )
     return view
 
