@@ -236,7 +236,7 @@ def test_hidden_size_view_draws_the_score_landscapes(num_hiddens):
     assert len(axes) == 4
     for i, ax in enumerate(axes):
         kind = "dot" if i < 2 else "additive"
-        np.testing.assert_allclose(ax.images[0].get_array(), want[kind][i % 2], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(ax.images[0].get_array(), want[kind][i % 2], rtol=1e-6, atol=1e-6)
         assert ax.images[0].get_clim() == (-scoring.SCORE_LIMIT, scoring.SCORE_LIMIT)
         assert ax.images[0].get_extent() == [-3.0, 3.0, -3.0, 3.0]
     # The rank labels: rank 1 = highest score among the row's 6 valid keys, per query.
@@ -295,7 +295,7 @@ def test_draw_hidden_size_reuses_its_figure_and_redraws_a_foreign_one():
     out = scoring.draw_hidden_size(9, fig=foreign)
     assert out is foreign and len(panels(out)) == 4
     np.testing.assert_allclose(panels(out)[3].images[0].get_array(),
-                               expected_landscapes(9)["additive"][1], rtol=1e-6, atol=1e-9)
+                               expected_landscapes(9)["additive"][1], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("call, message", [

@@ -12,6 +12,7 @@ whose inputs come from seeded pure functions (``scaling_inputs``, ``toy_batch``,
 
 from __future__ import annotations
 
+import functools
 import math
 
 import ipywidgets as widgets
@@ -19,6 +20,8 @@ import matplotlib as mpl
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
+from matplotlib.transforms import ScaledTranslation
 
 from ..attention import AdditiveAttention
 from ..plotting import to_numpy
@@ -306,6 +309,17 @@ def _ranks(scores: torch.Tensor) -> list[int]:
     return (torch.argsort(torch.argsort(scores, descending=True)) + 1).tolist()
 
 
+@functools.lru_cache(maxsize=4)
+def _grid_units(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """tanh(W_q q + W_k k) of all ``MAX_HIDDENS`` units of ``seed``'s draw at every pixel of the
+    key plane, for queries A and B of ``ROW``: (2, GRID², 64) float64, and ``w_v`` (64,)
+    unscaled. Computed once per seed; a slider move then only sums the first N units."""
+    queries = toy_batch()["queries"][ROW].double()  # (2, D)
+    W_q, W_k, w_v = (p.double() for p in _draw_units(seed, queries.shape[-1], queries.shape[-1]))
+    units = torch.tanh((queries @ W_q.T)[:, None, :] + (grid_keys() @ W_k.T)[None])  # (2, G², 64)
+    return units.numpy(), w_v.numpy()
+
+
 def _hidden_size_data(num_hiddens: int, seed: int) -> dict:
     """Everything ``draw_hidden_size`` draws, computed in float64 (ranks and counts do not
     depend on the CPU's rounding): the landscapes, the valid keys' ranks, the pair counts."""
@@ -313,16 +327,17 @@ def _hidden_size_data(num_hiddens: int, seed: int) -> dict:
     queries = batch["queries"][ROW].double()  # (2, D): query A, query B
     keys = batch["keys"][ROW].double()  # (K, D)
     n_valid = int(batch["valid_lens"][ROW])
-    grid = grid_keys()  # (GRID², D)
-    params = [p.double() for p in additive_parameters(num_hiddens, seed=seed)]
+    params = [p.double() for p in additive_parameters(num_hiddens, seed=seed)]  # checks N
     scale = math.sqrt(queries.shape[-1])
-    dot = (queries @ grid.T / scale).reshape(2, GRID, GRID)  # (2, GRID, GRID)
-    additive = additive_score(queries, grid, *params).reshape(2, GRID, GRID)
+    dot = (queries @ grid_keys().T / scale).reshape(2, GRID, GRID)  # (2, GRID, GRID)
+    units, w_v = _grid_units(seed)  # (2, G², 64), (64,)
+    w_n = w_v[:num_hiddens] * (SCORE_SCALE / np.linalg.norm(w_v[:num_hiddens]))  # as in params
+    additive = (units[..., :num_hiddens] @ w_n).reshape(2, GRID, GRID)  # w_vᵀ tanh(...) per pixel
     dot_keys = queries @ keys[:n_valid].T / scale  # (2, n)
     additive_keys = additive_score(queries, keys[:n_valid], *params)  # (2, n)
     return {
         "queries": queries, "keys": keys, "n_valid": n_valid,
-        "landscapes": {"dot": dot.numpy(), "additive": additive.numpy()},
+        "landscapes": {"dot": dot.numpy(), "additive": additive},
         "ranks": {"dot": [_ranks(s) for s in dot_keys],
                   "additive": [_ranks(s) for s in additive_keys]},
         "alike": {"dot": pairs_alike(dot_keys), "additive": pairs_alike(additive_keys)},
@@ -353,20 +368,23 @@ def _layout_hidden_size(fig: Figure, data: dict) -> None:
             ax.scatter(keys[:n, 0], keys[:n, 1], s=36, c="black", edgecolors="white",
                        linewidths=0.8, zorder=3)
             ax.scatter(keys[n:, 0], keys[n:, 1], s=28, c="grey", marker="x", zorder=3)
-            for (x, y), rank in zip(keys[:n], data["ranks"][kind][c]):
-                ax.annotate(str(rank), (x, y), xytext=(4, 3), textcoords="offset points",
-                            fontsize="small", fontweight="bold", zorder=4, gid="rank")
+            beside = ax.transData + ScaledTranslation(4 / 72, 3 / 72, fig.dpi_scale_trans)
+            for (x, y), rank in zip(keys[:n], data["ranks"][kind][c]):  # plain texts: cheap
+                ax.text(x, y, str(rank), transform=beside, fontsize="small",
+                        fontweight="bold", zorder=4, gid="rank")
             if kind == "dot":
-                qx, qy = data["queries"][c].tolist()
-                ax.annotate("", xy=(qx, qy), xytext=(0, 0), zorder=4,
-                            arrowprops=dict(arrowstyle="->", color="black", lw=1.5))
+                ax.add_patch(FancyArrowPatch((0, 0), tuple(data["queries"][c].tolist()),
+                                             arrowstyle="->", mutation_scale=12, lw=1.5,
+                                             color="black", zorder=4))
+            ax.set_xticks([-2, 0, 2])
+            ax.set_yticks([-2, 0, 2])
             scorer = "dot product q·k/√2" if kind == "dot" else "additive"
-            ax.set_title(f"{scorer} · query {name}")
+            ax.set_title(f"{scorer} · query {name}", y=1.0)  # a fixed y: no auto placement per draw
             if r == 1:
                 ax.set_xlabel("key feature 1")
             if c == 0:
                 ax.set_ylabel("key feature 2")
-    fig.colorbar(image, ax=axes, shrink=0.8, label="score a(q, k)")
+    fig.colorbar(image, ax=axes, shrink=0.8, label="score a(q, k)", ticks=[-4, -2, 0, 2, 4])
 
 
 def rank_labels(ax) -> list:
@@ -393,7 +411,7 @@ def draw_hidden_size(num_hiddens: int, *, seed: int = 0, fig: Figure | None = No
     _check_int("seed", seed, 0)
     data = _hidden_size_data(num_hiddens, seed)  # checks num_hiddens
     if fig is None:
-        fig = Figure(figsize=(7.2, 6.2))
+        fig = Figure(figsize=(6.8, 5.9))
     fresh = not _is_hidden_size_figure(fig)
     if fresh:
         _layout_hidden_size(fig, data)
@@ -418,7 +436,7 @@ def hidden_size_view(num_hiddens: int = 1, *, seed: int = 0) -> widgets.interact
         return draw_hidden_size(num_hiddens, seed=seed, fig=fig)
 
     return interactive_figure(
-        draw, height="640px",
+        draw, height="610px",
         num_hiddens=widgets.IntSlider(value=num_hiddens, min=1, max=16, description="num_hiddens",
                                       continuous_update=False,
                                       style={"description_width": "initial"}),
