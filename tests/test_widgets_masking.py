@@ -1,15 +1,24 @@
-"""The valid-length views of notebook 03: what is drawn against masked softmax written out here."""
+"""The valid-length views of notebook 03: what is drawn against masked softmax written out here,
+bad input refused with a ValueError, and the notebook's exercise checks robust to wrong answers."""
 
 from __future__ import annotations
 
+import ast
 import math
+import operator
+import re
+from pathlib import Path
 
 import ipywidgets as widgets
+import nbformat
 import numpy as np
 import pytest
 import torch
 
+import helpers as h
 from helpers.widgets.masking import demo_scores, demo_views, draw_masked_softmax, valid_length_view
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_masked_softmax.ipynb"
 
 
 def expected_weights(scores: torch.Tensor, lens: list[list[int]]) -> np.ndarray:
@@ -119,8 +128,50 @@ def test_view_does_not_follow_later_changes_to_the_callers_scores():
 
 
 def test_view_rejects_lengths_of_the_wrong_shape():
-    with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"valid_lens must have shape \(2, 2\), got \(2,\)"):
         valid_length_view(demo_scores(2, 2, 4), per_query=True, valid_lens=[1, 2])
+
+
+BAD_SCORES = [
+    (torch.zeros(2, 4), r"scores must have 3 dimensions \(B, Q, K\), got 2 with shape \(2, 4\)"),
+    (torch.zeros(1, 2, 2, 4), r"scores must have 3 dimensions \(B, Q, K\), got 4 with shape \(1, 2, 2, 4\)"),
+    ([[[0.0, 1.0]]], r"scores must be a torch.Tensor of shape \(B, Q, K\), got list"),
+    (torch.zeros(2, 2, 4, dtype=torch.long), r"scores must be a floating-point tensor, got dtype torch.int64"),
+    (torch.zeros(2, 0, 4), r"scores must have B, Q, K ≥ 1 in \(B, Q, K\), got \(2, 0, 4\)"),
+]
+
+
+@pytest.mark.parametrize("scores, message", BAD_SCORES)
+def test_view_and_drawing_reject_scores_that_are_not_b_q_k(scores, message):
+    with pytest.raises(ValueError, match=message):
+        valid_length_view(scores)
+    with pytest.raises(ValueError, match=message):
+        draw_masked_softmax(scores, [1])
+
+
+@pytest.mark.parametrize("lens, per_query, message", [
+    ([5, 1], False, r"valid_lens must lie in \[0, K\] = \[0, 4\], got values from 1 to 5"),
+    ([-1, 2], False, r"valid_lens must lie in \[0, K\] = \[0, 4\], got values from -1 to 2"),
+    ([1.5, 2.0], False, r"valid_lens must hold integers, got dtype torch.float32"),
+    ([[1, 2], [3, 4]], False, r"valid_lens must have shape \(2,\), got \(2, 2\)"),
+    (["a", "b"], False, r"valid_lens must be integers of shape \(B,\) or \(B, Q\)"),
+    ([[1, 2], [3, 9]], True, r"valid_lens must lie in \[0, K\] = \[0, 4\], got values from 1 to 9"),
+])
+def test_view_rejects_bad_starting_lengths(lens, per_query, message):
+    with pytest.raises(ValueError, match=message):
+        valid_length_view(demo_scores(2, 2, 4), per_query=per_query, valid_lens=lens)
+
+
+def test_drawing_rejects_lengths_that_do_not_fit_the_scores():
+    with pytest.raises(ValueError, match=r"valid_lens must have shape \(B,\)=\(3,\) or \(B, Q\)=\(3, 4\), got \(2,\)"):
+        draw_masked_softmax(demo_scores(3, 4, 8), [8, 5])
+    with pytest.raises(ValueError, match=r"got values from 2 to 9"):
+        draw_masked_softmax(demo_scores(3, 4, 8), [8, 9, 2])
+
+
+def test_frozen_figure_is_drawn_once_per_png():
+    fig = draw_masked_softmax(demo_scores(2, 2, 4), [4, 1])
+    assert fig.get_layout_engine() is None  # no placeholder engine: savefig draws once
 
 
 def test_demo_views_are_drawn():  # build time: benchmarks/bench_sliders.py
@@ -129,3 +180,73 @@ def test_demo_views_are_drawn():  # build time: benchmarks/bench_sliders.py
     for view in views.values():
         assert isinstance(view, widgets.interactive) and view.result is not None
         assert sliders(view) and all(not s.continuous_update for s in sliders(view))
+
+
+# ---------------------------------------------------------------- the notebook's checks
+def notebook_checks(path: Path = NOTEBOOK) -> dict:
+    """The notebook's imports and top-level functions (check_n and the textbook code among them),
+    without running any other cell: a namespace in which the check functions can be called."""
+    nb = nbformat.read(path, as_version=4)
+    namespace = {"h": h, "torch": torch, "math": math, "operator": operator, "device": "cpu"}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        tree = ast.parse(source)
+        keep = [node for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))
+                and not (isinstance(node, ast.FunctionDef) and node.name.startswith("solution_"))]
+        exec(compile(ast.Module(body=keep, type_ignores=[]), str(path), "exec"), namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def checks() -> dict:
+    return notebook_checks()
+
+
+def mean_by_bmm(values, valid_lens):  # exercise 4, solved with the helper
+    zeros = torch.zeros(values.shape[0], 1, values.shape[1])
+    return torch.bmm(h.masked_softmax(zeros, valid_lens), values).squeeze(1)
+
+
+WRONG_ANSWERS = {
+    "check_1": [432, "432", (4, 3, 2.5), (4.0, 3.0, 2.0), (4, 2, 3), [4, 3], torch.tensor([4, 3, 5])],
+    "check_2": ["0.731", [0.73], {}, 0.5, float("nan"), torch.zeros(2), object()],
+    "check_3": ["1234", 7, [1, 2, 3, 4], torch.arange(1, 5).repeat(2, 1).float(),
+                torch.arange(1, 5).repeat(2, 1) + 1, torch.arange(4).repeat(2, 1),
+                torch.ones(2, 4, dtype=torch.bool), [[1, 2], [3, 4]], [["a"] * 4] * 2],
+    "check_4": [3, "mean", lambda v, n: 1 / 0, lambda v, n: v.mean(1), lambda v, n: "x",
+                lambda v, n: v.sum(1), lambda v: v, lambda v, n: torch.zeros(3, 2, dtype=torch.long)],
+    "check_5": ["1 2 3 4", [1.0, 2.0, 3.0], [[1.0, 2.0], [3.0, 4.0]], [1.0, 2.0, 3.0, 4.0],
+                [-float("inf"), -float("inf"), 0.0, 0.0], [float("nan")] * 4, [-5e5, -5e5, 0.0, 0.0],
+                [1e39, 0.0, 0.0, 0.0], {"a": 1}],
+}
+RIGHT_ANSWERS = {
+    "check_1": [(4, 3, 2), [4, 3, 2], torch.Size([4, 3, 2])],
+    "check_2": [math.exp(2) / (math.exp(1) + math.exp(2)), 0.7311, torch.tensor(0.7311)],
+    "check_3": [torch.arange(1, 5).repeat(2, 1), [[1, 2, 3, 4], [1, 2, 3, 4]]],
+    "check_4": [mean_by_bmm],
+    "check_5": [[-2e6, -2e6, 0.0, 0.0], [-2e6, -2e6, -3e6, -3e6], torch.tensor([-5e6, -3e6, 1.0, 2.0])],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_ANSWERS))
+def test_notebook_checks_reject_wrong_answers_without_crashing(checks, name):
+    check = checks[name]
+    assert check(None) == "not answered yet"
+    for answer in WRONG_ANSWERS[name]:
+        verdict = check(answer)  # must not raise, whatever the reader typed
+        assert isinstance(verdict, str) and verdict.startswith("not quite"), (answer, verdict)
+    assert "expected" in check(object()), check(object())  # a wrong type: says what was expected
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_ANSWERS))
+def test_notebook_checks_accept_right_answers(checks, name):
+    for answer in RIGHT_ANSWERS[name]:
+        assert checks[name](answer).startswith("correct"), answer
+
+
+def test_every_checked_exercise_is_covered_here(checks):
+    assert {n for n in checks if re.fullmatch(r"check_\d+", n)} == set(WRONG_ANSWERS)

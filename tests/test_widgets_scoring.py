@@ -1,16 +1,25 @@
-"""The views of notebook 04 draw what the formulas say, and every control changes the drawing."""
+"""The views of notebook 04 draw what the formulas say, every control changes the drawing, bad
+input is refused with a ValueError, and the notebook's exercise checks survive wrong answers."""
 
 from __future__ import annotations
 
+import ast
+import itertools
 import math
+import re
+from pathlib import Path
 
 import ipywidgets as widgets
+import nbformat
 import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
 
+import helpers as h
 from helpers.widgets import scoring
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "04_scoring_functions.ipynb"
 
 
 def control(view: widgets.interactive, description: str) -> widgets.Widget:
@@ -22,7 +31,7 @@ def heatmap(fig: Figure, panel: int = 0) -> np.ma.MaskedArray:
     return np.ma.asarray(axes[panel].images[0].get_array())
 
 
-# ---------------------------------------------------------------- why divide by √D
+# ---------------------------------------------------------------- why divide by √d
 def expected_scaling(d: int, scaled: bool, Q: int = 6, K: int = 12, seed: int = 0) -> np.ndarray:
     """softmax(q·k / √d) written out with exp and sums, on the view's seeded inputs."""
     gen = torch.Generator().manual_seed(seed)
@@ -47,22 +56,24 @@ def test_scaling_inputs_are_seeded_unit_normals():
 @pytest.mark.parametrize("scaled", [True, False])
 def test_scaling_view_draws_the_softmax_of_the_scores(d, scaled):
     view = scoring.scaling_view()
-    control(view, "D").value = d
-    control(view, "divide scores by √D").value = scaled
+    control(view, "d").value = d
+    control(view, "divide scores by √d").value = scaled
     drawn = heatmap(view.result)
     want = expected_scaling(d, scaled)
     np.testing.assert_allclose(drawn, want, rtol=1e-4, atol=1e-6)
     bars = [p.get_width() for p in view.result.axes[1].patches]
     np.testing.assert_allclose(bars, want.max(axis=1), rtol=1e-4, atol=1e-6)
+    assert view.result.axes[0].images[0].get_clim() == (0.0, 1.0)  # fixed scale for every d
+    assert f"d = {d}" in view.result.axes[0].get_title()
 
 
 def test_each_control_changes_the_image():
     view = scoring.scaling_view(d=64, scaled=True)
     before = heatmap(view.result).copy()
-    control(view, "D").value = 128
+    control(view, "d").value = 128
     after_d = heatmap(view.result).copy()
     assert not np.allclose(before, after_d)
-    control(view, "divide scores by √D").value = False
+    control(view, "divide scores by √d").value = False
     after_scale = heatmap(view.result).copy()
     assert not np.allclose(after_d, after_scale)
 
@@ -70,11 +81,11 @@ def test_each_control_changes_the_image():
 def test_without_scaling_the_softmax_saturates_for_large_d():
     view = scoring.scaling_view(d=1024, scaled=True)
     scaled_max = heatmap(view.result).max(axis=1).mean()
-    control(view, "divide scores by √D").value = False
+    control(view, "divide scores by √d").value = False
     raw = heatmap(view.result)
     assert np.median(raw.max(axis=1).filled(0)) > 0.95  # most rows nearly one-hot
     assert raw.max(axis=1).mean() > scaled_max + 0.3
-    # With the scaling, the spread of the weights hardly depends on D.
+    # With the scaling, the spread of the weights hardly depends on d.
     small = scoring.draw_scaling(4, True)
     large = scoring.draw_scaling(1024, True)
     assert abs(heatmap(small).max(axis=1).mean() - heatmap(large).max(axis=1).mean()) < 0.25
@@ -84,6 +95,7 @@ def test_draw_scaling_reuses_its_figure_and_redraws_a_foreign_one():
     fig = scoring.draw_scaling(8)
     image = fig.axes[0].images[0]
     assert scoring.draw_scaling(32, fig=fig) is fig and fig.axes[0].images[0] is image
+    assert fig.get_layout_engine() is None  # frozen: savefig draws it once
     foreign = Figure()
     foreign.add_subplot().plot([0, 1])
     out = scoring.draw_scaling(32, False, fig=foreign)
@@ -93,109 +105,280 @@ def test_draw_scaling_reuses_its_figure_and_redraws_a_foreign_one():
     assert heatmap(resized).shape == (3, 5) and len(resized.axes[1].patches) == 3
 
 
-# ---------------------------------------------------------------- additive attention
-def expected_additive(num_hiddens: int, Q: int = 6, seed: int = 0) -> np.ndarray:
-    """w_vᵀ tanh(W_q q + W_k k) for every (query, key), masked softmax, written out."""
-    batch = scoring.toy_batch(Q, seed)
-    model = scoring.make_additive(num_hiddens, seed=seed)
-    Wq = model.W_q.weight.detach().double()  # (H, 20)
-    Wk = model.W_k.weight.detach().double()  # (H, 2)
-    wv = model.w_v.weight.detach().double()[0]  # (H,)
-    q, k = batch["queries"].double(), batch["keys"].double()
-    B, _, K = q.shape[0], q.shape[1], k.shape[1]
-    out = np.full((B, Q, K), np.nan)
-    for b in range(B):
-        n = int(batch["valid_lens"][b])
-        for i in range(Q):
-            scores = torch.stack([wv @ torch.tanh(Wq @ q[b, i] + Wk @ k[b, j]) for j in range(n)])
-            e = torch.exp(scores - scores.max())
-            out[b, i, :n] = (e / e.sum()).numpy()
-    return out
+@pytest.mark.parametrize("call, message", [
+    (lambda: scoring.scaling_view(d=3), r"d must be one of the slider's sizes \[1, 2, 4.*1024\], got 3"),
+    (lambda: scoring.scaling_view(d=True), r"d must be one of the slider's sizes .* got True"),
+    (lambda: scoring.scaling_view(num_queries=0), r"num_queries must be an int >= 1, got 0"),
+    (lambda: scoring.draw_scaling(0), r"d must be an int >= 1, got 0"),
+    (lambda: scoring.draw_scaling(8, num_keys=2.5), r"num_keys must be an int >= 1, got 2.5"),
+    (lambda: scoring.scaling_inputs(8, seed=-1), r"seed must be an int >= 0, got -1"),
+])
+def test_scaling_rejects_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
 
 
-def test_toy_batch_matches_the_notebook_description():
+# ---------------------------------------------------------------- the toy batch and the scorer
+def test_toy_batch_is_one_seeded_batch_for_both_scorers():
     batch = scoring.toy_batch()
-    assert batch["queries"].shape == (2, 1, 20) and batch["dot_queries"].shape == (2, 1, 2)
-    assert batch["keys"].shape == (2, 10, 2)
+    assert batch["queries"].shape == (2, 2, 2) and batch["keys"].shape == (2, 10, 2)
+    assert batch["queries"].shape[-1] == batch["keys"].shape[-1]  # the dot product can score it
     assert torch.equal(batch["values"][1], torch.arange(40.0).reshape(10, 4))
     assert batch["valid_lens"].tolist() == [2, 6]
+    gen = torch.Generator().manual_seed(scoring.TOY_SEED)  # keys first, then queries
+    assert torch.equal(batch["keys"], torch.randn(2, 10, 2, generator=gen))
+    assert torch.equal(batch["queries"], torch.randn(2, 2, 2, generator=gen))
     again = scoring.toy_batch()
     assert all(torch.equal(batch[name], again[name]) for name in batch)
 
 
-def test_make_additive_is_seeded_and_leaves_the_global_generator_alone():
+def test_additive_parameters_are_seeded_nested_and_leave_the_global_generator_alone():
     state = torch.get_rng_state()
-    a, b = scoring.make_additive(16, seed=1), scoring.make_additive(16, seed=1)
+    W_q, W_k, w_v = scoring.additive_parameters(16, seed=1)
+    model = scoring.make_additive(16, seed=1)
     assert torch.equal(torch.get_rng_state(), state)
-    for name, p in a.state_dict().items():
-        assert torch.equal(p, b.state_dict()[name])
-    assert a.W_q.weight.shape == (16, 20) and a.W_k.weight.shape == (16, 2)
-    wide = scoring.make_additive(400, seed=1, score_scale=2.0)
-    assert abs(wide.W_q.weight.std().item() * math.sqrt(20) - 1) < 0.05  # N(0, 1/D_q)
-    assert abs(wide.W_k.weight.std().item() * math.sqrt(2) - 1) < 0.1  # N(0, 1/D_k)
-    assert abs(wide.w_v.weight.std().item() * math.sqrt(400) / 2.0 - 1) < 0.1  # N(0, 4/H)
-    assert not torch.equal(a.W_q.weight, scoring.make_additive(16, seed=2).W_q.weight)
+    assert W_q.shape == (16, 2) and W_k.shape == (16, 2) and w_v.shape == (16,)
+    assert torch.equal(model.W_q.weight, W_q) and torch.equal(model.W_k.weight, W_k)
+    assert torch.equal(model.w_v.weight[0], w_v) and not model.training
+    assert w_v.norm().item() == pytest.approx(scoring.SCORE_SCALE, rel=1e-6)
+    # Nested: the scorer with 5 units is the first 5 units of the one with 16 (w_v rescaled).
+    W_q5, W_k5, w_v5 = scoring.additive_parameters(5, seed=1)
+    assert torch.equal(W_q5, W_q[:5]) and torch.equal(W_k5, W_k[:5])
+    torch.testing.assert_close(w_v5, w_v[:5] * (scoring.SCORE_SCALE / w_v[:5].norm()))
+    assert not torch.equal(W_q, scoring.additive_parameters(16, seed=2)[0])
+    # N(0, 1/fan_in) entries, over all 64 units of many seeds.
+    wide_q = torch.cat([scoring.additive_parameters(64, query_size=20, seed=s)[0] for s in range(20)])
+    assert abs(wide_q.std().item() * math.sqrt(20) - 1) < 0.05
 
 
-@pytest.mark.parametrize("num_hiddens", [1, 8, 33])
-def test_additive_view_draws_the_additive_formula(num_hiddens):
-    view = scoring.additive_view()
-    control(view, "hidden H").value = num_hiddens
-    want = expected_additive(num_hiddens)
-    for b in range(2):
-        drawn = heatmap(view.result, b)
-        np.testing.assert_array_equal(np.ma.getmaskarray(drawn), np.isnan(want[b]))
-        np.testing.assert_allclose(drawn.filled(np.nan), want[b], rtol=1e-4, atol=1e-6)
-    assert str(num_hiddens) in view.result.get_suptitle()
-    # Colours run from 0 to the largest weight shown, in every panel.
-    for ax in [ax for ax in view.result.axes if ax.images]:
-        assert ax.images[0].get_clim() == pytest.approx((0.0, np.nanmax(want)), rel=1e-4)
+def test_make_additive_computes_the_formula_written_out():
+    batch = scoring.toy_batch()
+    model = scoring.make_additive(7, seed=3)
+    Wq, Wk, wv = (p.detach().double() for p in (model.W_q.weight, model.W_k.weight, model.w_v.weight[0]))
+    q, k = batch["queries"].double(), batch["keys"].double()
+    want = torch.tensor([[[float(wv @ torch.tanh(Wq @ q[b, i] + Wk @ k[b, j])) for j in range(10)]
+                          for i in range(2)] for b in range(2)], dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(model.get_scores(batch["queries"], batch["keys"]).double(), want,
+                                   rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(scoring.additive_score(q, k, Wq, Wk, wv), want)
 
 
-def test_masked_keys_are_masked_and_rows_sum_to_one():
-    fig = scoring.draw_additive(8)
-    first, second = heatmap(fig, 0), heatmap(fig, 1)
-    assert np.ma.getmaskarray(first)[:, 2:].all() and not np.ma.getmaskarray(first)[:, :2].any()
-    assert np.ma.getmaskarray(second)[:, 6:].all() and not np.ma.getmaskarray(second)[:, :6].any()
-    np.testing.assert_allclose(first.sum(axis=1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(second.sum(axis=1), 1.0, rtol=1e-5)
+def test_pairs_alike_counts_pairs_in_the_same_order():
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        s = torch.randn(2, 7, generator=gen, dtype=torch.float64)
+        want = sum((s[0, i] - s[0, j]) * (s[1, i] - s[1, j]) > 0
+                   for i, j in itertools.combinations(range(7), 2))
+        assert scoring.pairs_alike(s) == (int(want), 21)
+    assert scoring.pairs_alike(torch.tensor([[1.0, 2, 3], [3, 2, 1]])) == (0, 3)  # reversed
+    assert scoring.pairs_alike(torch.tensor([[1.0, 1, 3], [0, 2, 4]])) == (2, 3)  # a tie is not alike
+    for bad in (torch.zeros(3, 4), torch.zeros(2), [[1, 2], [2, 1]]):
+        with pytest.raises(ValueError, match=r"scores must have shape \(2, K\)"):
+            scoring.pairs_alike(bad)
 
 
-def test_draw_additive_reuses_its_figure_and_redraws_a_foreign_one():
-    fig = scoring.draw_additive(3)
-    image = heatmap(fig, 0)
-    assert scoring.draw_additive(9, fig=fig) is fig
-    assert [ax for ax in fig.axes if ax.images][0].images[0].get_array() is not image
+def test_pairs_alike_over_seeds_matches_a_direct_count():
+    table = scoring.pairs_alike_over_seeds([1, 2, 5, 16], [0, 3])
+    assert table["num_hiddens"] == [1, 2, 5, 16] * 2 and table["seed"] == [0] * 4 + [3] * 4
+    batch = scoring.toy_batch()
+    q, k = batch["queries"][1].double(), batch["keys"][1, :6].double()
+    for n, seed, alike in zip(*table.values()):
+        params = [p.double() for p in scoring.additive_parameters(n, seed=seed)]
+        assert alike == scoring.pairs_alike(scoring.additive_score(q, k, *params))[0]
+
+
+def test_one_hidden_unit_orders_the_keys_alike_for_every_query_and_seed():
+    # score = w tanh(u·q + r·k) rises or falls with r·k for every query: one shared order.
+    table = scoring.pairs_alike_over_seeds([1], range(50))
+    assert table["alike"] == [15] * 50
+    richer = scoring.pairs_alike_over_seeds([4], range(50))
+    assert min(richer["alike"]) < 15  # more units allow different orders (not for every seed)
+
+
+# ---------------------------------------------------------------- the hidden-size view
+def expected_landscapes(num_hiddens: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """a(q, k) at every pixel centre of the key plane, for query A and B of row 1, written out
+    with numpy from the parameters (not from the view's code)."""
+    batch = scoring.toy_batch()
+    q = batch["queries"][1].double().numpy()  # (2, 2)
+    Wq, Wk, wv = (p.double().numpy() for p in scoring.additive_parameters(num_hiddens, seed=seed))
+    n, L = scoring.GRID, scoring.EXTENT
+    centres = -L + (np.arange(n) + 0.5) * (2 * L / n)
+    ky, kx = np.meshgrid(centres, centres, indexing="ij")  # image row = y (origin lower)
+    dot = np.stack([(qa[0] * kx + qa[1] * ky) / math.sqrt(2) for qa in q])
+    additive = np.stack([
+        sum(wv[u] * np.tanh(Wq[u] @ qa + Wk[u, 0] * kx + Wk[u, 1] * ky) for u in range(num_hiddens))
+        for qa in q
+    ])
+    return {"dot": dot, "additive": additive}
+
+
+def expected_ranks(scores: list[float]) -> list[str]:
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    ranks = [0] * len(scores)
+    for r, i in enumerate(order, start=1):
+        ranks[i] = r
+    return [str(r) for r in ranks]
+
+
+def panels(fig: Figure) -> list:
+    return [ax for ax in fig.axes if ax.images]
+
+
+@pytest.mark.parametrize("num_hiddens", [1, 5, 16])
+def test_hidden_size_view_draws_the_score_landscapes(num_hiddens):
+    view = scoring.hidden_size_view()
+    control(view, "num_hiddens").value = num_hiddens
+    fig = view.result
+    want = expected_landscapes(num_hiddens)
+    axes = panels(fig)
+    assert len(axes) == 4
+    for i, ax in enumerate(axes):
+        kind = "dot" if i < 2 else "additive"
+        np.testing.assert_allclose(ax.images[0].get_array(), want[kind][i % 2], rtol=1e-6, atol=1e-6)
+        assert ax.images[0].get_clim() == (-scoring.SCORE_LIMIT, scoring.SCORE_LIMIT)
+        assert ax.images[0].get_extent() == [-3.0, 3.0, -3.0, 3.0]
+    # The rank labels: rank 1 = highest score among the row's 6 valid keys, per query.
+    batch = scoring.toy_batch()
+    q, k = batch["queries"][1].double(), batch["keys"][1, :6].double()
+    Wq, Wk, wv = (p.double() for p in scoring.additive_parameters(num_hiddens))
+    for c in range(2):
+        add = [float(wv @ torch.tanh(Wq @ q[c] + Wk @ k[j])) for j in range(6)]
+        dot = [float(q[c] @ k[j]) / math.sqrt(2) for j in range(6)]
+        assert [t.get_text() for t in scoring.rank_labels(axes[2 + c])] == expected_ranks(add)
+        assert [t.get_text() for t in scoring.rank_labels(axes[c])] == expected_ranks(dot)
+    # The title counts the pairs that A and B order alike, for both scorers.
+    add_scores = torch.tensor([[float(wv @ torch.tanh(Wq @ q[c] + Wk @ k[j])) for j in range(6)]
+                               for c in range(2)])
+    alike = sum((add_scores[0, i] - add_scores[0, j]) * (add_scores[1, i] - add_scores[1, j]) > 0
+                for i, j in itertools.combinations(range(6), 2))
+    assert f"num_hiddens = {num_hiddens}" in fig.get_suptitle()
+    assert f"{int(alike)} of 15 key pairs" in fig.get_suptitle()
+
+
+def test_one_hidden_unit_gives_the_same_ranks_in_both_additive_panels():
+    for seed in range(4):
+        fig = scoring.draw_hidden_size(1, seed=seed)
+        a, b = panels(fig)[2:]
+        ranks = [[t.get_text() for t in scoring.rank_labels(ax)] for ax in (a, b)]
+        assert len(ranks[0]) == 6 and ranks[0] == ranks[1]
+        assert "15 of 15 key pairs" in fig.get_suptitle()
+    # The dot product's two queries point different ways: they order the keys differently.
+    assert "dot product: 15 of 15" not in fig.get_suptitle()
+
+
+def test_hidden_size_slider_changes_only_the_additive_row_and_is_reproducible():
+    view = scoring.hidden_size_view(num_hiddens=4)
+    slider = control(view, "num_hiddens")
+    assert (slider.min, slider.max, slider.continuous_update) == (1, 16, False)
+    fig = view.result
+    first = [ax.images[0].get_array().copy() for ax in panels(fig)]
+    slider.value = 5
+    assert view.result is fig
+    after = [ax.images[0].get_array() for ax in panels(fig)]
+    np.testing.assert_array_equal(after[0], first[0])  # the dot product does not change
+    np.testing.assert_array_equal(after[1], first[1])
+    assert not np.allclose(after[2], first[2]) and not np.allclose(after[3], first[3])
+    slider.value = 4
+    for now, then in zip(panels(fig), first):
+        np.testing.assert_array_equal(now.images[0].get_array(), then)
+    assert fig.get_layout_engine() is None  # frozen: savefig draws it once
+
+
+def test_draw_hidden_size_reuses_its_figure_and_redraws_a_foreign_one():
+    fig = scoring.draw_hidden_size(3)
+    image = panels(fig)[2].images[0]
+    assert scoring.draw_hidden_size(9, fig=fig) is fig and panels(fig)[2].images[0] is image
     foreign = Figure()
     foreign.add_subplot().plot([0, 1])
-    out = scoring.draw_additive(9, fig=foreign)
-    assert out is foreign and len([ax for ax in out.axes if ax.images]) == 2
-    np.testing.assert_allclose(heatmap(out, 1).filled(np.nan), expected_additive(9)[1],
-                               rtol=1e-4, atol=1e-6)
+    out = scoring.draw_hidden_size(9, fig=foreign)
+    assert out is foreign and len(panels(out)) == 4
+    np.testing.assert_allclose(panels(out)[3].images[0].get_array(),
+                               expected_landscapes(9)["additive"][1], rtol=1e-6, atol=1e-6)
 
 
-def test_hidden_size_slider_changes_the_image_reproducibly():
-    view = scoring.additive_view(num_hiddens=4)
-    slider = control(view, "hidden H")
-    first = heatmap(view.result, 1).copy()
-    slider.value = 5
-    assert not np.ma.allclose(first, heatmap(view.result, 1))
-    slider.value = 4
-    np.testing.assert_array_equal(heatmap(view.result, 1).filled(-1), first.filled(-1))
-
-
-def test_one_hidden_unit_ranks_the_keys_alike_for_every_query():
-    # score = w tanh(a_q + b·k) is monotone in b·k for every query: one shared ranking.
-    weights = scoring.additive_weights(1)[1, :, :6]  # batch row 1, valid keys
-    orders = {tuple(row.argsort().tolist()) for row in weights}
-    assert len(orders) == 1
-    richer = scoring.additive_weights(32)[1, :, :6]
-    assert len({tuple(row.argsort().tolist()) for row in richer}) > 1
+@pytest.mark.parametrize("call, message", [
+    (lambda: scoring.hidden_size_view(num_hiddens=0), r"num_hiddens must be an int in \[1, 16\], got 0"),
+    (lambda: scoring.hidden_size_view(num_hiddens=17), r"num_hiddens must be an int in \[1, 16\], got 17"),
+    (lambda: scoring.hidden_size_view(num_hiddens=2.0), r"num_hiddens must be an int in \[1, 16\], got 2.0"),
+    (lambda: scoring.hidden_size_view(seed=-2), r"seed must be an int >= 0, got -2"),
+    (lambda: scoring.draw_hidden_size(65), r"num_hiddens must be an int in \[1, 64\], got 65"),
+    (lambda: scoring.draw_hidden_size(True), r"num_hiddens must be an int in \[1, 64\], got True"),
+    (lambda: scoring.make_additive(8, query_size=0), r"query_size must be an int >= 1, got 0"),
+    (lambda: scoring.pairs_alike_over_seeds([0], [0]), r"num_hiddens must be an int in \[1, 64\]"),
+    (lambda: scoring.toy_batch(seed="1"), r"seed must be an int >= 0, got '1'"),
+])
+def test_hidden_size_rejects_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
 
 
 # ---------------------------------------------------------------- the module as a whole
 def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     views = scoring.demo_views()
-    assert set(views) == {"scaling", "additive"}
+    assert set(views) == {"scaling", "hidden_size"}
     for view in views.values():
         assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+
+
+# ---------------------------------------------------------------- the notebook's checks
+def notebook_checks(path: Path = NOTEBOOK) -> dict:
+    """The notebook's imports and top-level functions (check_n among them), without running
+    any other cell: a namespace in which the check functions can be called."""
+    nb = nbformat.read(path, as_version=4)
+    namespace = {"h": h, "torch": torch, "math": math, "scoring": scoring, "device": "cpu"}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        tree = ast.parse(source)
+        keep = [node for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))
+                and not (isinstance(node, ast.FunctionDef) and node.name.startswith("solution_"))]
+        exec(compile(ast.Module(body=keep, type_ignores=[]), str(path), "exec"), namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def checks() -> dict:
+    return notebook_checks()
+
+
+WRONG_ANSWERS = {
+    "check_1": ["ten", [1, 2, 3], {"a": 1}, torch.zeros(2, 2), [10.0, 11.0, 12.0, 14.0], object()],
+    "check_2": ["48", [48], {}, -3, 0, 47, float("nan"), torch.zeros(3)],
+    "check_3": ["184", 184.0, 184.5, True, [184], 183, torch.tensor([1, 2])],
+    "check_4": [42, "f", lambda q, k, W: 1 / 0, lambda q, k, W: "scores",
+                lambda q, k, W: torch.zeros(3, 4), lambda q, k, W: q @ W @ k.transpose(1, 2) + 1,
+                lambda q, k: q],
+}
+RIGHT_ANSWERS = {
+    "check_1": [torch.tensor([10.0, 11.0, 12.0, 13.0]), [10, 11, 12, 13]],
+    "check_2": [48, 48.0, torch.tensor(48.0)],
+    "check_3": [184, np.int64(184)],
+    "check_4": [lambda q, k, W: q @ W @ k.transpose(1, 2),
+                lambda q, k, W: torch.einsum("bqi,ij,bkj->bqk", q, W, k)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_ANSWERS))
+def test_notebook_checks_reject_wrong_answers_without_crashing(checks, name):
+    check = checks[name]
+    assert check(None) == "not answered yet"
+    for answer in WRONG_ANSWERS[name]:
+        verdict = check(answer)  # must not raise, whatever the reader typed
+        assert isinstance(verdict, str) and verdict.startswith("not quite"), (answer, verdict)
+    wrong_type = check("text")
+    assert re.search(r"expected", wrong_type), wrong_type  # says what was expected
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_ANSWERS))
+def test_notebook_checks_accept_right_answers(checks, name):
+    for answer in RIGHT_ANSWERS[name]:
+        assert checks[name](answer).startswith("correct"), answer
+
+
+def test_every_checked_exercise_is_covered_here(checks):
+    assert {n for n in checks if re.fullmatch(r"check_\d+", n)} == set(WRONG_ANSWERS)

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import ipywidgets as widgets
+import matplotlib as mpl
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..checks import check_floating, check_rank
 from ..masking import masked_softmax, valid_lens_to_mask
 from ..plotting import show_heatmaps, to_numpy
 from ._common import interactive_figure
@@ -23,7 +25,20 @@ __all__ = ["draw_masked_softmax", "valid_length_view", "demo_scores", "demo_view
 
 
 def _lens_tensor(valid_lens: torch.Tensor | Sequence) -> torch.Tensor:
-    return torch.as_tensor(valid_lens).cpu()
+    try:
+        return torch.as_tensor(valid_lens).cpu()
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(
+            f"valid_lens must be integers of shape (B,) or (B, Q), got {valid_lens!r:.60}"
+        ) from None
+
+
+def _check_scores(scores: object) -> None:
+    """Raise ValueError unless ``scores`` is a floating (B, Q, K) tensor with B, Q, K ≥ 1."""
+    check_rank("scores", scores, 3, "(B, Q, K)")
+    check_floating("scores", scores)
+    if 0 in scores.shape:
+        raise ValueError(f"scores must have B, Q, K ≥ 1 in (B, Q, K), got {tuple(scores.shape)}")
 
 
 def _titles(lens: torch.Tensor) -> list[str]:
@@ -52,10 +67,11 @@ def draw_masked_softmax(
     here before), only the image data and titles are updated (the layout, computed once at the
     first drawing, is kept); otherwise it is (re)drawn.
     """
+    _check_scores(scores)
     lens = _lens_tensor(valid_lens)
     B, Q, K = scores.shape
-    weights = to_numpy(masked_softmax(scores, lens.to(scores.device)))  # (B, Q, K)
     keep = to_numpy(valid_lens_to_mask(lens, B, Q, K))  # (B, 1 or Q, K), True = takes part
+    weights = to_numpy(masked_softmax(scores, lens.to(scores.device)))  # (B, Q, K)
     titles = _titles(lens)
     panels = _panels(fig, B, Q, K)
     if panels is None:
@@ -66,9 +82,11 @@ def draw_masked_softmax(
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         # Lay out once, then freeze: updates change only data and titles, and the constrained
-        # layout solve would otherwise cost more than the rest of a redraw.
+        # layout solve would otherwise cost more than the rest of a redraw. None, not "none":
+        # "none" leaves a placeholder engine, and savefig then draws the figure twice.
         fig.draw_without_rendering()
-        fig.set_layout_engine("none")
+        with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            fig.set_layout_engine(None)
         return fig
     hidden = ~np.broadcast_to(keep, weights.shape)
     for b, ax in enumerate(panels):
@@ -86,13 +104,17 @@ def valid_length_view(
     One slider per batch row (valid lengths (B,)), or with ``per_query`` one per (row, query)
     (valid lengths (B, Q)). ``valid_lens`` sets the starting values (default: every key valid).
     Returns the ``interactive`` widget; its ``.result`` is the one Figure, redrawn in place.
+    Raises ValueError (naming expected and actual) for scores that are not a floating
+    (B, Q, K) tensor, or valid lengths of another shape, not integers, or outside [0, K].
     """
+    _check_scores(scores)
     scores = scores.detach().clone()  # later changes to the caller's tensor do not leak in
     B, Q, K = scores.shape
     shape = (B, Q) if per_query else (B,)
     start = torch.full(shape, K) if valid_lens is None else _lens_tensor(valid_lens)
     if tuple(start.shape) != shape:
         raise ValueError(f"valid_lens must have shape {shape}, got {tuple(start.shape)}")
+    valid_lens_to_mask(start, B, Q, K)  # raises for non-integers and lengths outside [0, K]
     cells = [(i // Q, i % Q) if per_query else (i, None) for i in range(start.numel())]
     names = [f"b{b}" if q is None else f"b{b}_q{q}" for b, q in cells]
     sliders = {
