@@ -20,7 +20,7 @@ from ._common import interactive_figure
 
 __all__ = ["train_runs", "checkpoint_at", "draw_training", "training_view", "demo_views"]
 
-TRAINING_LABEL = "multihead.training"  # Figure label: tells draw_training a figure is its own
+TRAINING_LABEL = "multihead.training"  # Figure label: draw_training knows its own figures
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
