@@ -47,7 +47,7 @@ def frame(fig: Figure) -> tuple[float, float]:
 @pytest.mark.parametrize("d", [32, 9, 4, 64])
 def test_encoding_view_draws_the_table_and_its_columns(d):
     view = positional.encoding_view()
-    control(view, "dimension N").value = d
+    control(view, "dimension d").value = d
     control(view, "first column").value = 0
     control(view, "first column").value = min(6, d - 4)
     ax = heatmap_axes(view.result)
@@ -82,7 +82,7 @@ def test_dimension_slider_redraws_the_table_and_bounds_the_column_slider():
     view = positional.encoding_view(32, 26)
     column = control(view, "first column")
     assert column.max == 28
-    control(view, "dimension N").value = 10
+    control(view, "dimension d").value = 10
     assert column.max == 6 and column.value == 6
     assert heatmap_axes(view.result).images[0].get_array().shape == (60, 10)
     assert frame(view.result) == (6, 4)

@@ -1,7 +1,7 @@
 """Views for notebook 07: the sinusoidal table of positional encoding (位置编码), its rotations.
 
-Legend: T positions (rows of P), N num_hiddens (columns of P), j a column pair (2j, 2j+1),
-ω_j = 1 / 10000^(2j/N) the frequency of pair j, δ an offset between positions.
+Legend: T positions (rows of P), d the encoding size (``num_hiddens``, columns of P), j a column
+pair (2j, 2j+1), ω_j = 1 / 10000^(2j/d) the frequency of pair j, δ an offset between positions.
 
 ``draw_encoding`` shows P as a heatmap beside a few of its columns as curves over positions;
 ``draw_rotation`` shows, on the unit circle, that the pair (P[i,2j], P[i,2j+1]) turned by the
@@ -36,7 +36,7 @@ COLORS = [colormaps["tab10"](k) for k in range(10)]
 
 # ---------------------------------------------------------------- the maths, in float64
 def frequencies(num_hiddens: int) -> torch.Tensor:
-    """ω_j = 1 / 10000^(2j/N) for j = 0 … ⌈N/2⌉-1: (⌈N/2⌉,), float64."""
+    """ω_j = 1 / 10000^(2j/d) for j = 0 … ⌈d/2⌉-1: (⌈d/2⌉,), float64."""
     two_j = torch.arange(0, num_hiddens, 2, dtype=torch.float64)
     return 1.0 / torch.pow(10000.0, two_j / num_hiddens)
 
@@ -57,7 +57,7 @@ def rotate_pairs(pairs: torch.Tensor, delta: int | float, omega: float) -> torch
 
 # ---------------------------------------------------------------- the table and its columns
 def _columns(num_hiddens: int, first_col: int, num_cols: int) -> range:
-    """``num_cols`` adjacent columns starting at ``first_col``, moved left to fit in N."""
+    """``num_cols`` adjacent columns starting at ``first_col``, moved left to fit in d."""
     count = min(num_cols, num_hiddens)
     start = min(max(first_col, 0), num_hiddens - count)
     return range(start, start + count)
@@ -102,11 +102,11 @@ def draw_encoding(
     """Left: the table P = ``sinusoidal_table(num_positions, num_hiddens)`` as a heatmap, the
     chosen columns framed; right: those ``num_cols`` columns as curves over the positions.
 
-    The columns start at ``first_col`` (moved left when they would not fit in N). A Figure this
+    The columns start at ``first_col`` (moved left when they would not fit in d). A Figure this
     function drew (same T and number of curves) is updated in place, the layout kept; any other
     Figure is cleared and redrawn.
     """
-    P = to_numpy(sinusoidal_table(num_positions, num_hiddens, dtype=torch.float64))  # (T, N)
+    P = to_numpy(sinusoidal_table(num_positions, num_hiddens, dtype=torch.float64))  # (T, d)
     cols = _columns(num_hiddens, first_col, num_cols)
     if fig is None:
         fig = Figure(figsize=(9.0, 3.4))
@@ -133,17 +133,17 @@ def encoding_view(
     num_hiddens: int = 32, first_col: int = 6, *, num_positions: int = 60, num_cols: int = 4,
     max_hiddens: int = 64,
 ) -> widgets.interactive:
-    """Sliders: the encoding dimension N and the first column shown → ``draw_encoding``."""
+    """Sliders: the encoding dimension d and the first column shown → ``draw_encoding``."""
     fig = Figure(figsize=(9.0, 3.4))
     size = widgets.IntSlider(value=num_hiddens, min=num_cols, max=max_hiddens,
-                             description="dimension N", continuous_update=False,
+                             description="dimension d", continuous_update=False,
                              style={"description_width": "initial"})
     last = num_hiddens - num_cols
     column = widgets.IntSlider(value=min(max(first_col, 0), last), min=0, max=last,
                                description="first column", continuous_update=False,
                                style={"description_width": "initial"})
 
-    def fit_columns(change: dict) -> None:  # the column slider never offers columns past N
+    def fit_columns(change: dict) -> None:  # the column slider never offers columns past d
         column.max = change["new"] - num_cols
 
     size.observe(fit_columns, names="value")
@@ -194,7 +194,7 @@ def draw_rotation(
     and their images M(δ)·pair (rings of the same colour, reached along an arc of δ·ω_j
     radians): each ring sits on row i+δ's pair.
 
-    ``j`` must be below N//2 (an odd N's last column has no partner). A Figure this function
+    ``j`` must be below d//2 (an odd d's last column has no partner). A Figure this function
     drew before with the same T is updated in place; any other is cleared and redrawn.
     """
     if not 0 <= j < num_hiddens // 2:
@@ -250,9 +250,11 @@ def rotation_view(
 
 def _freeze_layout(fig: Figure) -> None:
     """Lay the freshly built figure out once (constrained layout), then keep those positions:
-    redraws after a slider move skip the layout pass, which costs as much as the drawing."""
+    redraws after a slider move skip the layout pass, which costs as much as the drawing.
+    The engine is dropped (None with the default rc), not set to "none": savefig lays out
+    (draws) a figure that has any engine, the "none" placeholder included, a second time."""
     fig.draw_without_rendering()
-    fig.set_layout_engine("none")
+    fig.set_layout_engine(None)
 
 
 def demo_views() -> dict[str, widgets.Widget]:
