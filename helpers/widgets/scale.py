@@ -93,7 +93,7 @@ def _layout_online(fig: Figure, scores: np.ndarray, exact: np.ndarray, sums: np.
     ax_sum.plot([], [], color="C0", marker="o", markersize=5)  # the blocks seen so far
     ax_sum.set_ylim(0, sums.max() * 1.2)
     ax_sum.set_xlim(0.5, len(sums) + 0.5)
-    ax_sum.set_xticks(steps)
+    ax_sum.xaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
     ax_sum.set(xlabel="key blocks seen", ylabel="running sum ℓ")
     dims = np.arange(len(exact))
     ax_out.bar(dims, np.zeros(len(exact)), width=0.6, color="C2", label="out / ℓ so far")
@@ -102,7 +102,7 @@ def _layout_online(fig: Figure, scores: np.ndarray, exact: np.ndarray, sums: np.
     top = max(np.abs(outputs).max(), np.abs(exact).max()) * 1.15
     ax_out.set_ylim(-top, top * 1.45)  # room for the legend
     ax_out.axhline(0.0, color="black", linewidth=0.5)
-    ax_out.set_xticks(dims)
+    ax_out.xaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
     ax_out.set(xlabel="output dimension", ylabel="value")
     ax_out.legend(loc="upper left", fontsize="small")
     for ax in (ax_scores, ax_sum, ax_out):  # few labels: text is most of the drawing time
@@ -154,8 +154,7 @@ def draw_online(
     partial = online_softmax_result(states[step]).numpy()
     for bar, value in zip(ax_out.patches, partial):
         bar.set_height(value)
-    ax_out.set_title(f"max |out/ℓ − exact| = {np.abs(partial - exact).max():.3f}",
-                     fontsize="medium")
+    ax_out.set_title(f"largest error: {np.abs(partial - exact).max():.3f}", fontsize="medium")
     return fig
 
 
@@ -208,11 +207,12 @@ def _layout_tiles(fig: Figure, num_queries: int, num_keys: int) -> None:
     handles = [Patch(color=ax.images[0].cmap(USED), label="computed, needed"),
                Patch(color=ax.images[0].cmap(MASKED_IN_TILE), label="computed, then masked"),
                Patch(color=ax.images[0].cmap.get_bad(), label="tile skipped")]
-    left.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
     bars = right.subplots()
     bars.bar([0, 1, 2], [100, 0, 0], color=["lightgrey", "C0", "C2"], width=0.6)
     bars.set_xticks([0, 1, 2], ["all tiles\n(no skipping)", "tiles\ncomputed", "scores\nneeded"])
     bars.set_ylim(0, 118)
+    bars.set_yticks([0, 50, 100])  # few labels: text is most of the drawing time
     bars.set_ylabel("% of the FLOPs of all tiles")
     for axes in (ax, bars):
         axes.set_title("placeholder", fontsize="medium")  # the layout keeps room for the titles
@@ -252,8 +252,8 @@ def draw_tiles(
         bar.set_height(share)
         text.set_y(share + 2)
         text.set_text(f"{share:.0f}%")
-    bars.set_title(f"{'causal' if causal else 'no mask'}: skipping saves "
-                   f"{100 - shares[1]:.0f}% of the work", fontsize="medium")
+    bars.set_title(f"skipping saves {100 - shares[1]:.0f}%" if causal else "no mask: nothing to skip",
+                   fontsize="medium")
     return fig
 
 
@@ -313,7 +313,7 @@ def _layout_gqa(fig: Figure, heads: int) -> None:
     lines.set_yscale("log")
     lines.set_xlabel("tokens in the cache (one sequence)")
     lines.set_ylabel("KV cache (GiB)")
-    lines.set_xlim(CONTEXTS[0] / 1.3, CONTEXTS[-1] * 2.2)
+    lines.set_xlim(CONTEXTS[0] / 1.3, CONTEXTS[-1] * 4)  # room for the labels
     lines.set_ylim(5e-3, 300)
     lines.set_xticks([2**10, 2**13, 2**17], ["1k", "8k", "128k"])
     lines.set_yticks([0.01, 0.1, 1, 10, 100], ["0.01", "0.1", "1", "10", "100"])
