@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--only notebooks,sliders,attention,softmax] [--quick] [--device cuda]
+"""``python -m benchmarks [--only notebooks,sliders,attention,softmax,scale] [--quick] [--device cuda]
 [--write-results [PATH]]``: run the benchmarks, print their tables as they go.
 """
 
@@ -13,9 +13,10 @@ import torch
 
 from .common import REPO, Config, Table, fmt_time, header_lines, machine_info
 
-SECTIONS = ("notebooks", "sliders", "attention", "softmax")
+SECTIONS = ("notebooks", "sliders", "attention", "softmax", "scale")
 ALIASES = {"nb": "notebooks", "notebook": "notebooks", "slider": "sliders", "widgets": "sliders",
-           "attn": "attention", "masked_softmax": "softmax", "masking": "softmax"}
+           "attn": "attention", "masked_softmax": "softmax", "masking": "softmax",
+           "tiling": "scale", "kv_cache": "scale"}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "float64": torch.float64}
 DEFAULT_RESULTS = REPO / "benchmarks" / "RESULTS.md"
@@ -96,7 +97,9 @@ def make_config(args: argparse.Namespace) -> Config:
 def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[str, str]]:
     """Run the chosen sections in order; return their tables and what was found (for the
     results file: which notebooks and widget modules were present)."""
-    from . import bench_attention, bench_masked_softmax, bench_notebooks, bench_sliders  # noqa: PLC0415
+    from . import (  # noqa: PLC0415
+        bench_attention, bench_masked_softmax, bench_notebooks, bench_scale, bench_sliders,
+    )
 
     tables: list[Table] = []
     present: dict[str, str] = {}
@@ -114,6 +117,8 @@ def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[st
             tables += bench_attention.run(cfg)
         elif section == "softmax":
             tables += bench_masked_softmax.run(cfg)
+        elif section == "scale":
+            tables += bench_scale.run(cfg)
     return tables, present
 
 

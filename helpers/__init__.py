@@ -18,6 +18,7 @@ from .multihead import MultiHeadAttention, transpose_output, transpose_qkv
 from .plotting import set_theme, show_heatmaps, to_numpy
 from .positional import PositionalEncoding, sinusoidal_table
 from .rotary import apply_rotary
+from .tiling import tiled_attention
 from .transformer import DecoderLM, TransformerBlock
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "apply_rotary",
     "TransformerBlock", "DecoderLM",
     "KVCache", "generate",
+    "tiled_attention",
 ]

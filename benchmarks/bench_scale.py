@@ -1,0 +1,233 @@
+"""Attention at scale (notebook 09): ``tiled_attention`` against PyTorch's SDPA (its default
+dispatch and each backend alone) and the naive three lines, time and peak memory; and the KV
+cache's speed-up in ``generate``.
+
+Legend: B batch, H heads, L queries = keys (self-attention), D head size, b block size.
+
+Targets: ``tiled_attention``'s peak memory ≤ 1/4 of the naive path's once L ≥ 4·b (it should
+hold a few tiles and the output, never a (L, L) matrix); generating with the cache takes ≤ 1.00×
+the time without it. Speed against SDPA is reported, not targeted: the tiles run as many small
+PyTorch calls from Python, which a fused kernel does not pay.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from helpers import DecoderLM, generate, tiled_attention
+from helpers.tiling import peak_bytes
+
+from .common import Col, Config, Table, compare, verdict
+
+__all__ = ["Case", "GenCase", "DEFAULT_CASES", "QUICK_CASES", "CUDA_CASES", "naive_attention",
+           "bench_tiled", "bench_kv_cache", "run"]
+
+BLOCK = 128  # tiled_attention's block size here
+TARGET_MEMORY = 0.25  # tiled peak ÷ naive peak, once L ≥ 4·b
+TARGET_CACHE = 1.00  # time with the cache ÷ time without
+BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
+_SHORT = {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "MATH": "math"}
+
+
+@dataclass(frozen=True)
+class Case:
+    B: int
+    H: int
+    L: int
+    D: int
+
+    @property
+    def label(self) -> str:
+        return f"B={self.B} H={self.H} L={self.L} D={self.D}"
+
+
+@dataclass(frozen=True)
+class GenCase:
+    """``generate`` of ``new`` tokens after a prompt of ``prompt`` tokens, batch ``B``, for a
+    ``DecoderLM`` of ``layers`` layers, width ``N`` and ``H`` heads (random weights)."""
+
+    B: int
+    prompt: int
+    new: int
+    layers: int = 4
+    N: int = 128
+    H: int = 4
+
+    @property
+    def label(self) -> str:
+        return f"B={self.B} prompt {self.prompt} + {self.new} new"
+
+
+DEFAULT_CASES = (Case(1, 8, 512, 64), Case(1, 8, 2048, 64))
+CUDA_CASES = (Case(4, 16, 1024, 64), Case(4, 16, 4096, 64), Case(4, 16, 8192, 64))
+QUICK_CASES = (Case(1, 2, 64, 16), Case(1, 2, 200, 16))
+DEFAULT_GEN = (GenCase(1, 16, 64), GenCase(1, 16, 256), GenCase(4, 16, 64))
+QUICK_GEN = (GenCase(1, 4, 6, layers=1, N=16, H=2),)
+
+
+# ------------------------------------------------------------------------------ the paths
+def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    """softmax(Q Kᵀ / √D) V in three lines, the future masked with -inf when ``causal``."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, L)
+    if causal:
+        L = q.shape[-2]
+        future = torch.ones(L, L, dtype=torch.bool, device=q.device).triu(1)  # True = hidden
+        scores = scores.masked_fill(future, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v  # (..., L, D)
+
+
+def _sdpa(backend: str | None) -> Callable[..., torch.Tensor]:
+    """F.scaled_dot_product_attention, restricted to one backend unless ``backend`` is None."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: PLC0415
+
+    if backend is None:
+        return lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def run(q, k, v, causal):
+        with sdpa_kernel([getattr(SDPBackend, backend)]):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    return run
+
+
+def _backends(device: torch.device) -> tuple[str, ...]:
+    """The SDPA backends worth trying: the CPU has a flash kernel and the math path only."""
+    return ("FLASH_ATTENTION", "MATH") if device.type == "cpu" else BACKENDS
+
+
+def _accepts(fn: Callable[..., torch.Tensor], q, k, v, causal: bool) -> bool:
+    """Whether a backend runs on these inputs (tried on the first batch entry and head)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(q[:1, :1], k[:1, :1], v[:1, :1], causal)
+        return True
+    except RuntimeError:
+        return False
+
+
+def _plan(cfg: Config) -> dict[str, float]:
+    return dict(repeats=3, warmup=1) if cfg.quick else dict(repeats=5, warmup=1)
+
+
+def _agree(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> str:
+    tol = 1e-4 if dtype in (torch.float32, torch.float64) else 2e-2
+    return "yes" if torch.allclose(a.float(), b.float(), atol=tol, rtol=tol) else "NO"
+
+
+# ---------------------------------------------------------------------- tiled attention
+def bench_tiled(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], *,
+                echo: bool = True) -> Table:
+    """One row per case and mask: time per call and peak memory of each path."""
+    dev = f"{cfg.device.type}, {str(dtype).removeprefix('torch.')}"
+    backends = _backends(cfg.device)
+    cols = [Col("case", "case", width=24), Col("mask", "mask", width=6),
+            Col("naive", "naive", "time"), Col("tiled", f"tiled b={BLOCK}", "time"),
+            Col("sdpa", "SDPA", "time"), Col("x_sdpa", "tiled ×SDPA", "ratio", width=7)]
+    cols += [Col(f"t_{_SHORT[b]}", f"SDPA {_SHORT[b]}", "time") for b in backends]
+    cols += [Col("mem_naive", "peak naive", "bytes"), Col("mem_tiled", "peak tiled", "bytes"),
+             Col("mem_sdpa", "peak SDPA", "bytes"), Col("agree", "agree", width=5),
+             Col("status", f"target tiled ≤{TARGET_MEMORY:.2f}× naive memory", width=14)]
+    table = Table(f"tiled_attention vs SDPA vs naive, (B, H, L, D) ({dev})", cols,
+                  short=f"tiled_attention ({dev})", echo=echo)
+    for case in cases:
+        gen = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(case.B, case.H, case.L, case.D, generator=gen).to(cfg.device, dtype)
+                   for _ in range(3))
+        for causal in (False, True):
+            fns: dict[str, Callable[[], torch.Tensor]] = {
+                "naive": lambda: naive_attention(q, k, v, causal),
+                "tiled": lambda: tiled_attention(q, k, v, block_size=BLOCK, causal=causal),
+                "sdpa": lambda: _sdpa(None)(q, k, v, causal),
+            }
+            for b in backends:
+                fn = _sdpa(b)
+                if _accepts(fn, q, k, v, causal):
+                    fns[f"t_{_SHORT[b]}"] = lambda fn=fn: fn(q, k, v, causal)
+            outputs: dict[str, object] = {}
+            stats = compare(fns, sync=cfg.sync, outputs=outputs, **_plan(cfg))
+            t = {name: s.median for name, s in stats.items()}
+            agree = all(_agree(out, outputs["naive"], dtype) == "yes" for out in outputs.values())
+            del outputs
+            mem = {name: peak_bytes(fns[name], cfg.device) for name in ("naive", "tiled", "sdpa")}
+            ratio = mem["tiled"] / mem["naive"] if mem["naive"] else None
+            status = (verdict(ratio, TARGET_MEMORY) if case.L >= 4 * BLOCK
+                      else f"n/a (L < {4 * BLOCK})")
+            table.add(case=case.label, mask="causal" if causal else "none", naive=t["naive"],
+                      tiled=t["tiled"], sdpa=t["sdpa"], x_sdpa=t["tiled"] / t["sdpa"],
+                      **{k_: t.get(k_) for k_ in (f"t_{_SHORT[b]}" for b in backends)},
+                      mem_naive=mem["naive"], mem_tiled=mem["tiled"], mem_sdpa=mem["sdpa"],
+                      agree="yes" if agree else "NO", status=status)
+        del q, k, v
+    table.note(f"naive = softmax(QKᵀ/√D) V in three lines (causal: the future filled with -inf); "
+               f"tiled = helpers.tiled_attention(block_size={BLOCK}); SDPA = "
+               "F.scaled_dot_product_attention's own choice (is_causal for the mask), then each "
+               "backend alone under sdpa_kernel (— where it refuses the inputs). agree: every "
+               "path equals the naive one.")
+    if cfg.device.type == "cuda":
+        table.note("peak = torch.cuda.max_memory_allocated during one call, beyond what was "
+                   "allocated before: everything, fused kernels' scratch included.")
+    else:
+        table.note("peak = helpers.tiling.peak_bytes: the bytes of the tensors that PyTorch calls "
+                   "made from Python return, while alive. Exact for the naive path and "
+                   "tiled_attention; for SDPA only its output shows (its fused kernel's scratch, "
+                   "allocated and freed inside the one call, does not).")
+    return table
+
+
+# ------------------------------------------------------------------------------ KV cache
+def bench_kv_cache(cfg: Config, cases: tuple[GenCase, ...], *, echo: bool = True) -> Table:
+    """Greedy generation with and without the KV cache: time, tokens/s, same tokens."""
+    table = Table(
+        f"generate with and without the KV cache ({cfg.device.type}, float32)",
+        [Col("case", "case", width=26), Col("model", "model", width=16),
+         Col("t_with", "with cache", "time"), Col("t_without", "without", "time"),
+         Col("rate_with", "tokens/s with", "int", width=8),
+         Col("rate_without", "tokens/s without", "int", width=8),
+         Col("speedup", "speed-up", "ratio", width=7), Col("same", "same tokens", width=5),
+         Col("status", f"target with ≤{TARGET_CACHE:.2f}× without", width=14)],
+        short=f"KV cache ({cfg.device.type})", echo=echo)
+    for case in cases:
+        torch.manual_seed(0)
+        model = DecoderLM(256, case.N, case.H, case.layers, max_len=case.prompt + case.new,
+                          positional="rope").to(cfg.device).eval()
+        prompt = torch.randint(0, 256, (case.B, case.prompt),
+                               generator=torch.Generator().manual_seed(1)).to(cfg.device)
+        outputs: dict[str, object] = {}
+        stats = compare({"with": lambda: generate(model, prompt, case.new, use_cache=True),
+                         "without": lambda: generate(model, prompt, case.new, use_cache=False)},
+                        sync=cfg.sync, outputs=outputs,
+                        repeats=1 if cfg.quick else 2, warmup=0 if cfg.quick else 1)
+        t = {name: s.median for name, s in stats.items()}
+        tokens = case.B * case.new
+        table.add(case=case.label, model=f"L={case.layers} N={case.N} H={case.H}",
+                  t_with=t["with"], t_without=t["without"],
+                  rate_with=tokens / t["with"], rate_without=tokens / t["without"],
+                  speedup=t["without"] / t["with"],
+                  same="yes" if torch.equal(outputs["with"], outputs["without"]) else "NO",
+                  status=verdict(t["with"] / t["without"], TARGET_CACHE))
+        del model, prompt, outputs
+    table.note("helpers.generate (greedy) on a DecoderLM with random weights and RoPE; tokens/s "
+               "counts the new tokens of every sequence; speed-up = time without ÷ time with.")
+    return table
+
+
+def run(cfg: Config, cases: tuple[Case, ...] | None = None,
+        gen_cases: tuple[GenCase, ...] | None = None, *, echo: bool = True) -> list[Table]:
+    if cases is None:
+        cases = QUICK_CASES if cfg.quick else CUDA_CASES if cfg.device.type == "cuda" else DEFAULT_CASES
+    if cfg.max_len is not None:
+        cases = tuple(c for c in cases if c.L <= cfg.max_len)
+    gen_cases = gen_cases or (QUICK_GEN if cfg.quick else DEFAULT_GEN)
+    tables: list[Table] = []
+    with torch.inference_mode():
+        for dtype in cfg.dtypes:
+            tables.append(bench_tiled(cfg, dtype, cases, echo=echo))
+        tables.append(bench_kv_cache(cfg, gen_cases, echo=echo))
+    return tables
