@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import (
-    check_bool, check_floating, check_like, check_mask, check_positive_int, check_probability,
-    check_rank, check_size,
+    broadcast_shape, check_bool, check_floating, check_like, check_mask, check_positive_int,
+    check_probability, check_rank, check_size,
 )
 from .masking import ValidLens, attention_hidden, empty_rows, softmax_owned
 
@@ -48,13 +48,12 @@ def scaled_dot_product(
     check_size("number of values (K, one per key)", keys.shape[-2], values.shape[-2])
     if queries.shape[-1] == 0:
         raise ValueError("feature size D of queries and keys must be at least 1, got 0")
-    try:
-        batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
-    except RuntimeError:
+    batch = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    if batch is None:
         raise ValueError(
             "leading (batch) dims of queries, keys and values must broadcast together, got "
             f"{tuple(queries.shape[:-2])}, {tuple(keys.shape[:-2])} and {tuple(values.shape[:-2])}"
-        ) from None
+        )
     dropout_p = check_probability("dropout_p", dropout_p)
     check_bool("need_weights", need_weights)
     if mask is not None:
@@ -97,7 +96,7 @@ def attend(
         keys = torch.where(unseen, 0.0, keys)  # SDPA adds -inf to a NaN score: it stays NaN
         mask = ~hidden if hidden.dim() > 1 else ~hidden[None]  # True = takes part; SDPA wants (Q, K)
     if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:  # broadcast them first:
-        lead = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+        lead = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
         queries, keys, values = (t.expand(*lead, *t.shape[-2:]) for t in (queries, keys, values))
         # (views; SDPA's own broadcasting gets the output's shape wrong when a size is 0)
     one_head = queries.dim() == keys.dim() == values.dim() == 3

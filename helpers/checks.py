@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "broadcast_shape",
     "check_rank", "check_size", "check_floating", "check_int", "check_positive_int", "check_seed",
     "check_real", "check_probability", "check_bool", "check_like", "check_mask", "as_device",
 ]
@@ -98,6 +99,19 @@ def check_like(name: str, x: torch.Tensor, ref_name: str, ref: torch.Tensor) -> 
                          f"({ref.dtype} on {ref.device}), got {x.dtype} on {x.device}")
 
 
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
+    """The shape ``shapes`` broadcast to, or None if they do not broadcast (the rules of
+    ``torch.broadcast_shapes``, which imports sympy on its first call: about half a second)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes)):
+        other = {n for n in sizes if n != 1}
+        if len(other) > 1:
+            return None
+        out.append(other.pop() if other else 1)
+    return tuple(out)
+
+
 def check_mask(name: str, mask: torch.Tensor, shape: Sequence[int], layout: str,
                device: torch.device | None = None) -> None:
     """Raise unless ``mask`` is a boolean tensor that broadcasts to ``shape`` (laid out
@@ -105,11 +119,7 @@ def check_mask(name: str, mask: torch.Tensor, shape: Sequence[int], layout: str,
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise ValueError(f"{name} must be a boolean tensor (True = takes part), got {got}")
-    try:
-        ok = torch.broadcast_shapes(mask.shape, shape) == tuple(shape)
-    except RuntimeError:
-        ok = False
-    if not ok:
+    if broadcast_shape(mask.shape, shape) != tuple(shape):
         raise ValueError(f"{name} must broadcast to {layout} = {tuple(shape)}, got {tuple(mask.shape)}")
     if device is not None and mask.device != device:
         raise ValueError(f"{name} must be on the device of the scores ({device}), got {mask.device}")

@@ -19,7 +19,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .checks import check_floating, check_positive_int, check_size
+from .checks import broadcast_shape, check_floating, check_positive_int, check_size
 
 __all__ = [
     "OnlineSoftmax", "online_softmax_start", "online_softmax_update", "online_softmax_result",
@@ -135,19 +135,6 @@ def _tile_visible(q0: int, q1: int, k0: int, k1: int, offset: int,
 
 
 # --------------------------------------------------------------------- tiled attention
-def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The broadcast of ``shapes``, or None if they do not broadcast. (``torch.broadcast_shapes``
-    does the same but imports sympy on its first call: over a second.)"""
-    rank = max(len(s) for s in shapes)
-    out = []
-    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes)):
-        other = {n for n in sizes if n != 1}
-        if len(other) > 1:
-            return None
-        out.append(other.pop() if other else 1)
-    return tuple(out)
-
-
 def _check_inputs(queries: object, keys: object, values: object, block_size: object) -> None:
     for name, t, layout in (("queries", queries, "(..., Q, D)"), ("keys", keys, "(..., K, D)"),
                             ("values", values, "(..., K, V)")):
@@ -160,7 +147,7 @@ def _check_inputs(queries: object, keys: object, values: object, block_size: obj
                          f"{keys.dtype} and {values.dtype}")
     check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
     check_size("number of values (K, one per key)", keys.shape[-2], values.shape[-2])
-    if _broadcast(queries.shape[:-2], keys.shape[:-2], values.shape[:-2]) is None:
+    if broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2]) is None:
         raise ValueError(
             f"leading dims must broadcast: queries {tuple(queries.shape)}, keys "
             f"{tuple(keys.shape)}, values {tuple(values.shape)}")
@@ -187,7 +174,7 @@ def tiled_attention(
     Q, K = queries.shape[-2], keys.shape[-2]
     work = torch.float32 if queries.dtype in HALF else queries.dtype  # accumulation dtype
     scale = 1.0 / math.sqrt(queries.shape[-1])
-    lead = _broadcast(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    lead = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
     out = torch.zeros((*lead, Q, values.shape[-1]), dtype=queries.dtype, device=queries.device)
     if Q == 0 or K == 0:
         return out  # no queries, or nothing to see: zeros

@@ -821,3 +821,17 @@ def test_tables_are_broad_and_ids_unique():
     assert len(BAD) >= 200 and len(EDGE) >= 60
     ids = [c.id for c in BAD + EDGE]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("shapes", [
+    [(2, 3), (1, 3)], [(5,), (4, 1)], [(), (2,)], [(0, 3), (1, 3)], [(2, 1, 4), (3, 1)], [(2, 3), (3, 2)],
+    [(2,), (3,)], [(1,), (0,)], [(4, 0), (4, 1), (1, 1)],
+])
+def test_broadcast_shape_follows_torch(shapes):
+    from helpers.checks import broadcast_shape
+
+    try:
+        expected = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        expected = None
+    assert broadcast_shape(*shapes) == expected

@@ -79,7 +79,7 @@ def test_cli_sections_quick_and_device():
     args = parse_args(["--only", "softmax,attention", "--quick"])
     assert args.only == ["attention", "softmax"] and args.quick  # canonical order
     assert parse_args(["--only", "nb,widgets"]).only == ["notebooks", "sliders"]
-    assert parse_args([]).only == ["notebooks", "sliders", "attention", "softmax"]
+    assert parse_args([]).only == ["notebooks", "sliders", "attention", "softmax", "scale"]
     cfg = make_config(parse_args(["--device", "cpu"]))
     assert cfg.device.type == "cpu" and cfg.dtypes == (torch.float32,)
     # notebook times are medians of several runs, except in a smoke run or when asked
