@@ -19,7 +19,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .checks import broadcast_shape, check_floating, check_positive_int, check_size
+from .checks import broadcast_shape, check_bool, check_floating, check_positive_int, check_size
 
 __all__ = [
     "OnlineSoftmax", "online_softmax_start", "online_softmax_update", "online_softmax_result",
@@ -151,8 +151,7 @@ def _check_inputs(queries: object, keys: object, values: object, block_size: obj
         raise ValueError(
             f"leading dims must broadcast: queries {tuple(queries.shape)}, keys "
             f"{tuple(keys.shape)}, values {tuple(values.shape)}")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be an int ≥ 1, got {block_size!r}")
+    check_positive_int("block_size", block_size)
 
 
 def tiled_attention(
@@ -171,6 +170,8 @@ def tiled_attention(
     (the first Q − K ones when Q > K) gets zeros. The inputs are never modified.
     """
     _check_inputs(queries, keys, values, block_size)
+    block_size = int(block_size)
+    check_bool("causal", causal)
     Q, K = queries.shape[-2], keys.shape[-2]
     work = torch.float32 if queries.dtype in HALF else queries.dtype  # accumulation dtype
     scale = 1.0 / math.sqrt(queries.shape[-1])

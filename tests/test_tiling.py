@@ -4,6 +4,7 @@ proof that no (Q, K) matrix is ever allocated; the tile plan against a brute-for
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -128,7 +129,7 @@ def test_inputs_are_never_modified(dtype):
 
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5, "8", None])
 def test_block_size_must_be_a_positive_int(bad):
-    with pytest.raises(ValueError, match=rf"block_size must be an int ≥ 1, got {bad!r}"):
+    with pytest.raises(ValueError, match=rf"block_size must be a positive int, got {re.escape(repr(bad))}"):
         tiled_attention(*qkv(), block_size=bad)
 
 

@@ -216,6 +216,8 @@ PARAMETERS: list[tuple[str, str, Callable[[Any], Any], Callable[[Any], bool]]] =
     ("DecoderLM(num_layers)", "size", lambda v: h.DecoderLM(3, 4, 2, v, max_len=4), lambda v: v <= 1000),
     ("DecoderLM(max_len)", "size", lambda v: h.DecoderLM(3, 4, 2, 1, max_len=v), lambda v: True),
     ("DecoderLM(dropout)", "probability", lambda v: h.DecoderLM(3, 4, 2, 1, max_len=4, dropout=v), lambda v: True),
+    ("tiled_attention(block_size)", "size", lambda v: h.tiled_attention(*_small_qkv(), block_size=v), lambda v: True),
+    ("tiled_attention(causal)", "flag", lambda v: h.tiled_attention(*_small_qkv(), causal=v), lambda v: True),
     ("generate(num_new)", "count", lambda v: h.generate(h.DecoderLM(3, 4, 2, 1, max_len=6),
                                                         torch.zeros(1, 2, dtype=torch.long), v), lambda v: v <= 4),
 ]
