@@ -1,0 +1,115 @@
+"""A task that needs relative position (相对位置): at every position, name the token ``offset``
+places back. Notebook 10 trains small ``DecoderLM``s on it, at a fixed budget, and measures
+length extrapolation (外推): the accuracy at each position of sequences longer than in training.
+
+Legend: B batch, T sequence length, V vocabulary size.
+Targets hold ``IGNORE`` (-100, ``cross_entropy``'s ignore_index) at the first ``offset``
+positions, which have no token ``offset`` places back.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .checks import check_positive_int, check_real, check_seed
+
+__all__ = ["IGNORE", "make_batch", "train", "accuracy_by_position"]
+
+IGNORE = -100
+
+
+def make_batch(
+    batch_size: int, length: int, *, vocab_size: int = 10, offset: int = 3,
+    generator: torch.Generator | None = None, device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch_size`` sequences of ``length`` tokens drawn uniformly from ``range(vocab_size)``
+    (with ``generator``, on the CPU, then moved to ``device``), and their targets:
+    ``targets[:, t] = tokens[:, t - offset]`` for t ≥ offset, ``IGNORE`` before.
+    Returns (tokens (B, T), targets (B, T)), both long."""
+    batch_size = check_positive_int("batch_size", batch_size)
+    length = check_positive_int("length", length)
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    offset = check_positive_int("offset", offset)
+    if offset >= length:
+        raise ValueError(f"offset must be below the length (a target needs a token offset places "
+                         f"back), got offset={offset}, length={length}")
+    tokens = torch.randint(0, vocab_size, (batch_size, length), generator=generator)  # (B, T)
+    targets = torch.full_like(tokens, IGNORE)
+    targets[:, offset:] = tokens[:, :-offset]  # position t answers with the token at t - offset
+    return tokens.to(device), targets.to(device)
+
+
+def _vocab_size(model: nn.Module) -> int:
+    size = getattr(model, "vocab_size", None)
+    if not isinstance(size, int):
+        raise ValueError(f"model must have an int vocab_size (a DecoderLM), got "
+                         f"{type(model).__name__} with vocab_size={size!r}")
+    return size
+
+
+def train(
+    model: nn.Module, *, steps: int = 120, batch_size: int = 32, length: int = 16,
+    lr: float = 1e-2, offset: int = 3, seed: int = 0,
+) -> list[float]:
+    """Train ``model`` (a ``DecoderLM``: tokens (B, T) → logits (B, T, V)) in place with Adam for
+    exactly ``steps`` steps of ``batch_size`` fresh sequences of ``length`` tokens (batches drawn
+    from a generator seeded with ``seed``); the loss is the cross-entropy over the positions that
+    have a target. Returns the loss of every step. On the CPU it runs on one thread (small
+    tensors train faster so) and restores the previous thread count. The model is left in eval
+    mode."""
+    steps = check_positive_int("steps", steps)
+    lr = check_real("lr", lr, above=0.0)
+    seed = check_seed(seed)
+    vocab_size = _vocab_size(model)
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        model.train()
+        for _ in range(steps):
+            tokens, targets = make_batch(batch_size, length, vocab_size=vocab_size, offset=offset,
+                                         generator=generator, device=device)  # (B, T) each
+            logits = model(tokens, need_weights=False)  # (B, T, V)
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+        model.eval()
+    return losses
+
+
+@torch.no_grad()
+def accuracy_by_position(
+    model: nn.Module, length: int, *, num_sequences: int = 256, offset: int = 3, seed: int = 1,
+) -> torch.Tensor:
+    """The fraction of ``num_sequences`` fresh sequences of ``length`` tokens (drawn with
+    ``seed``) whose token ``offset`` places back the model names correctly (argmax of its
+    logits), at each position t = offset … length − 1: a float64 tensor (length − offset,) on
+    the CPU. For a causal model the prediction at t sees only tokens 0 … t, so the mean of the
+    first L − offset entries is the accuracy on sequences of length L. On the CPU it runs on one
+    thread, like ``train``."""
+    check_positive_int("num_sequences", num_sequences)
+    tokens, targets = make_batch(num_sequences, length, vocab_size=_vocab_size(model),
+                                 offset=offset, generator=torch.Generator().manual_seed(
+                                     check_seed(seed)),
+                                 device=next(model.parameters()).device)
+    was_training, threads = model.training, torch.get_num_threads()
+    model.eval()
+    if tokens.device.type == "cpu":
+        torch.set_num_threads(1)  # as in train: faster for tensors this small
+    try:
+        predictions = model(tokens, need_weights=False).argmax(dim=-1)  # (B, T)
+    finally:
+        torch.set_num_threads(threads)
+        model.train(was_training)
+    correct = (predictions == targets)[:, offset:]  # (B, T - offset)
+    return correct.double().mean(dim=0).cpu()

@@ -1,0 +1,265 @@
+"""Views for notebook 10: rotary position embedding (旋转位置编码, RoPE).
+
+Legend: T positions, D feature size of a query/key (even), D/2 rotation pairs, s a shift added
+to every position, θ_i = base^(−2i/D) the frequency of pair i, 2π/θ_i its wavelength.
+
+``draw_shift`` scores the same T tokens placed at positions s … s+T−1 twice: with the positions
+added to the inputs (X + P, notebook 07) and with RoPE; moving s changes only the first.
+``draw_frequencies`` shows the angle p·θ_i of every pair at every position (wrapped to one turn)
+and each pair's wavelength, for a chosen ``base``. Both redraw in place into a Figure they drew.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from ..plotting import show_heatmaps, to_numpy
+from ..positional import sinusoidal_table
+from ..rotary import apply_rotary
+from ._common import interactive_figure
+
+__all__ = [
+    "shift_scores", "draw_shift", "shift_view", "wrapped_angles", "wavelengths",
+    "draw_frequencies", "frequency_view", "demo_views",
+]
+
+SHIFT_LABEL = "rotary.shift"  # Figure labels: tell a draw function a figure is its own
+FREQUENCY_LABEL = "rotary.frequencies"
+MAX_SHIFT = 200  # the shift slider's range, 0 … MAX_SHIFT; the colour scale covers all of it
+METHODS = ("X + P", "RoPE")
+SHIFT_FIGSIZE = (7.0, 6.0)
+FREQUENCY_FIGSIZE = (9.0, 3.6)
+CURVE_POINTS = 1024  # positions on the fine grid of the angle curves
+
+
+# ---------------------------------------------------------------- scores under a shift
+@lru_cache(maxsize=8)
+def _tokens_and_projections(num_positions: int, size: int) -> tuple[torch.Tensor, ...]:
+    """Fixed random tokens X (T, D) and projections W_q, W_k (D, D), float64, seed 0."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(num_positions, size, generator=g, dtype=torch.float64)  # (T, D)
+    W_q = torch.randn(size, size, generator=g, dtype=torch.float64) / math.sqrt(size)
+    W_k = torch.randn(size, size, generator=g, dtype=torch.float64) / math.sqrt(size)
+    return X, W_q, W_k
+
+
+def shift_scores(shift: int, *, num_positions: int = 12, size: int = 16) -> torch.Tensor:
+    """Scores (2, T, T), float64, of fixed random tokens X at positions s … s+T−1 (s = shift):
+    [0] with the sinusoidal table added, ((X + P_s) W_q)((X + P_s) W_k)ᵀ / √D;
+    [1] with RoPE, (R_s X W_q)(R_s X W_k)ᵀ / √D (``apply_rotary``, half-split layout).
+    Rows are queries (position m), columns keys (position n)."""
+    if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
+        raise ValueError(f"shift must be an int >= 0, got {shift!r}")
+    X, W_q, W_k = _tokens_and_projections(num_positions, size)
+    P = sinusoidal_table(shift + num_positions, size, dtype=torch.float64)[shift:]  # (T, D)
+    added = ((X + P) @ W_q) @ ((X + P) @ W_k).T / math.sqrt(size)  # (T, T)
+    positions = torch.arange(shift, shift + num_positions)
+    q, k = apply_rotary(X @ W_q, positions), apply_rotary(X @ W_k, positions)  # (T, D) each
+    rotated = q @ k.T / math.sqrt(size)  # (T, T)
+    return torch.stack([added, rotated])  # (2, T, T)
+
+
+@lru_cache(maxsize=8)
+def _score_limit(num_positions: int, size: int) -> float:
+    """One colour scale for every shift 0 … MAX_SHIFT: the largest |score| or |change from
+    shift 0| met, rounded up."""
+    first = shift_scores(0, num_positions=num_positions, size=size)
+    largest = 0.0
+    for s in range(MAX_SHIFT + 1):
+        scores = shift_scores(s, num_positions=num_positions, size=size)
+        largest = max(largest, scores.abs().max().item(), (scores - first).abs().max().item())
+    return float(math.ceil(largest))
+
+
+def _is_shift_figure(fig: Figure, num_positions: int) -> bool:
+    maps = [ax for ax in fig.axes if ax.images]
+    return (fig.get_label() == SHIFT_LABEL and len(maps) == 4
+            and maps[0].images[0].get_array().shape == (num_positions, num_positions))
+
+
+def draw_shift(
+    shift: int = 0, *, num_positions: int = 12, size: int = 16, fig: Figure | None = None,
+) -> Figure:
+    """Top row: the scores of ``shift_scores`` for X + P and RoPE; bottom row: how much each
+    changed from shift 0 (the map at shift s minus the map at shift 0). One fixed colour scale
+    (±the largest |score| or |change| over shifts 0 … MAX_SHIFT) for all four maps and every
+    shift; the title says at which positions the tokens sit. A Figure this function drew with
+    the same T is updated in place; any other is cleared and redrawn."""
+    scores = shift_scores(shift, num_positions=num_positions, size=size)  # (2, T, T)
+    change = scores - shift_scores(0, num_positions=num_positions, size=size)  # (2, T, T)
+    maps = torch.stack([scores, change])  # (2, 2, T, T): rows scores / change, columns methods
+    largest = change.abs().amax(dim=(-2, -1))  # (2,)
+    titles = [f"{m}: scores" for m in METHODS] + [
+        f"{m}: change (max {c:.2f})" for m, c in zip(METHODS, largest.tolist())]
+    if fig is None:
+        fig = Figure(figsize=SHIFT_FIGSIZE)
+    fresh = not _is_shift_figure(fig, num_positions)
+    if fresh:
+        limit = _score_limit(num_positions, size)
+        fig.clear()
+        fig.set_layout_engine("constrained")
+        show_heatmaps(maps, xlabel="key position n", ylabel="query position m", titles=titles,
+                      cmap="RdBu_r", vmin=-limit, vmax=limit, fig=fig)
+        fig.set_label(SHIFT_LABEL)
+        for ax in fig.axes:  # few ticks: each tick costs as much to draw as a map
+            if ax.images:
+                ax.set_xticks([])
+                ax.set_yticks([])
+            else:  # the colorbar
+                ax.set_yticks([-limit, 0.0, limit])
+    axes = [ax for ax in fig.axes if ax.images]  # row by row: (scores, scores, change, change)
+    data = to_numpy(maps).reshape(4, num_positions, num_positions)
+    for ax, values, title in zip(axes, data, titles):
+        ax.images[0].set_data(values)
+        ax.set_title(title, fontsize="medium")
+    fig.suptitle(f"the same {num_positions} tokens at positions m, n = {shift} … "
+                 f"{shift + num_positions - 1} (shift s = {shift})", fontsize="medium")
+    if fresh:
+        _freeze_layout(fig)
+    return fig
+
+
+def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> widgets.interactive:
+    """Slider: the shift s added to every position → ``draw_shift``."""
+    fig = Figure(figsize=SHIFT_FIGSIZE)
+
+    def draw(shift: int) -> Figure:
+        return draw_shift(shift, num_positions=num_positions, size=size, fig=fig)
+
+    return interactive_figure(
+        draw, height="620px",
+        shift=widgets.IntSlider(value=shift, min=0, max=MAX_SHIFT, description="shift s",
+                                continuous_update=False),
+    )
+
+
+# ---------------------------------------------------------------- the frequencies
+def wrapped_angles(base: float, positions: torch.Tensor, *, size: int = 8) -> torch.Tensor:
+    """The angle p·θ_i of pair i at each position p of ``positions`` (T,), wrapped to [0, 2π):
+    (T, D/2), float64. ``positions`` may be fractional (to draw smooth curves)."""
+    i = torch.arange(size // 2, dtype=torch.float64)
+    theta = torch.pow(torch.tensor(float(base), dtype=torch.float64), -2.0 * i / size)  # (D/2,)
+    return torch.remainder(positions.to(torch.float64)[:, None] * theta, 2 * math.pi)
+
+
+def wavelengths(base: float, *, size: int = 8) -> torch.Tensor:
+    """Positions per full turn of each pair, 2π/θ_i = 2π · base^(2i/D): (D/2,), float64."""
+    i = torch.arange(size // 2, dtype=torch.float64)
+    return 2 * math.pi * torch.pow(torch.tensor(float(base), dtype=torch.float64), 2 * i / size)
+
+
+def _curves(base: float, size: int, num_positions: int) -> tuple[np.ndarray, np.ndarray]:
+    """x (P,) and y (P, D/2) of the wrapped angles on a fine grid of positions, NaN where a pair
+    wraps from 2π back to 0 (so the curve breaks there instead of drawing a vertical line)."""
+    x = torch.linspace(0, num_positions - 1, CURVE_POINTS, dtype=torch.float64)  # (P,)
+    y = wrapped_angles(base, x, size=size)  # (P, D/2)
+    wraps = torch.zeros_like(y, dtype=torch.bool)
+    wraps[1:] = y[1:] < y[:-1]
+    return to_numpy(x), to_numpy(torch.where(wraps, torch.nan, y))
+
+
+def _is_frequency_figure(fig: Figure, size: int) -> bool:
+    return (fig.get_label() == FREQUENCY_LABEL and len(fig.axes) == 2
+            and len(fig.axes[0].lines) == size // 2)
+
+
+def _layout_frequencies(fig: Figure, size: int, num_positions: int, train_length: int) -> None:
+    fig.clear()
+    fig.set_label(FREQUENCY_LABEL)
+    fig.set_layout_engine("constrained")
+    ax_angles, ax_waves = fig.subplots(1, 2, width_ratios=[1.4, 1.0])
+    pairs = np.arange(size // 2)
+    colors = [f"C{i % 10}" for i in pairs]
+    for i in pairs:
+        ax_angles.plot([], [], color=colors[i], linewidth=1.5, label=f"pair {i}")
+    ax_angles.axvspan(0, train_length - 1, color="0.9", zorder=0)
+    ax_angles.text(train_length / 2, 2 * math.pi * 1.02, "training", ha="center", va="bottom",
+                   fontsize="small")
+    ax_angles.set_xlim(0, num_positions - 1)
+    ax_angles.set_ylim(0, 2 * math.pi * 1.12)
+    ax_angles.set_yticks([0, math.pi, 2 * math.pi], ["0", "π", "2π"])
+    ax_angles.set_xlabel("position p")
+    ax_angles.set_ylabel("angle p·θ_i mod 2π")
+    ax_angles.legend(loc="upper right", ncols=len(pairs), fontsize="small", handlelength=1.0,
+                     columnspacing=0.8)
+    ax_waves.scatter(pairs, np.ones(len(pairs)), c=colors, s=40, zorder=3)
+    for length, text, style in ((train_length, "training length", "--"),
+                                (num_positions, "longest test length", ":")):
+        ax_waves.axhline(length, color="black", linestyle=style, linewidth=1)
+        ax_waves.text(pairs[-1], length * 1.4, f"{text} {length}", ha="right", va="bottom",
+                      fontsize="small")  # labels on the lines: cheaper to draw than a legend
+    ax_waves.set_yscale("log")
+    ax_waves.set_ylim(1.0, 1e7)
+    ax_waves.set_yticks([1e0, 1e2, 1e4, 1e6], ["1", "100", "10⁴", "10⁶"])
+    ax_waves.minorticks_off()  # every tick costs drawing time; four say enough
+    ax_waves.set_xticks(pairs)
+    ax_waves.set_xlim(-0.5, len(pairs) - 0.5)
+    ax_waves.set_xlabel("pair i")
+    ax_waves.set_ylabel("wavelength 2π/θ_i (positions)")
+
+
+def draw_frequencies(
+    base: float = 10000.0, *, size: int = 8, num_positions: int = 128, train_length: int = 16,
+    fig: Figure | None = None,
+) -> Figure:
+    """Left: the angle p·θ_i of every pair against the position p, wrapped to [0, 2π), the
+    training positions shaded; right: each pair's wavelength 2π/θ_i on a fixed log scale, beside
+    the training length and the longest test length. A Figure this function drew with the same
+    ``size`` is updated in place; any other is cleared and redrawn."""
+    if size < 2 or size % 2:
+        raise ValueError(f"size must be an even int >= 2 (pairs of features), got {size!r}")
+    x, y = _curves(base, size, num_positions)
+    waves = to_numpy(wavelengths(base, size=size))  # (D/2,)
+    if fig is None:
+        fig = Figure(figsize=FREQUENCY_FIGSIZE)
+    fresh = not _is_frequency_figure(fig, size)
+    if fresh:
+        _layout_frequencies(fig, size, num_positions, train_length)
+    ax_angles, ax_waves = fig.axes
+    for line, values in zip(ax_angles.lines, y.T):
+        line.set_data(x, values)
+    ax_waves.collections[0].set_offsets(np.column_stack([np.arange(size // 2), waves]))
+    wrap = int((waves < train_length).sum())
+    ax_angles.set_title(f"base = {base:,.0f}: θ_i = base^(−2i/{size})", fontsize="medium")
+    ax_waves.set_title(f"{wrap} of {size // 2} pairs turn fully in {train_length} positions",
+                       fontsize="medium")
+    if fresh:
+        _freeze_layout(fig)
+    return fig
+
+
+def frequency_view(
+    base: float = 10000.0, *, size: int = 8, num_positions: int = 128, train_length: int = 16,
+) -> widgets.interactive:
+    """Slider: the ``base`` of θ_i = base^(−2i/D), from 10 to 10⁶ → ``draw_frequencies``."""
+    fig = Figure(figsize=FREQUENCY_FIGSIZE)
+
+    def draw(base: float) -> Figure:
+        return draw_frequencies(base, size=size, num_positions=num_positions,
+                                train_length=train_length, fig=fig)
+
+    return interactive_figure(
+        draw, height="400px",
+        base=widgets.FloatLogSlider(value=base, base=10, min=1, max=6, step=0.25,
+                                    description="base", readout_format=",.0f",
+                                    continuous_update=False),
+    )
+
+
+def _freeze_layout(fig: Figure) -> None:
+    """Lay the freshly built figure out once (constrained layout), then keep those positions:
+    redraws after a slider move skip the layout pass, which costs as much as the drawing."""
+    fig.draw_without_rendering()
+    fig.set_layout_engine(None)  # no engine at all ("none" keeps a placeholder that makes
+    # savefig lay the figure out again before every PNG)
+
+
+def demo_views() -> dict[str, widgets.Widget]:
+    """Every view of this module, as notebook 10 shows them."""
+    return {"shift": shift_view(), "frequencies": frequency_view()}
