@@ -1,4 +1,4 @@
-"""Induction heads（归纳头）on a toy copy task: the data, training with checkpoints, the head metrics.
+"""Induction heads（归纳头）on a toy copy task: the data, training with checkpoints, head metrics.
 
 Legend: B batch, T tokens, V vocabulary size, L layers, H heads, C checkpoints, E examples.
 A sequence is a random prefix, a segment of random tokens, then the same segment again; the
@@ -11,7 +11,7 @@ read the token after it. Attention weights are laid out (..., Q, K) with Q = K =
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +32,8 @@ LETTERS = string.ascii_uppercase
 @dataclass(frozen=True)
 class CopyBatch:
     """``tokens`` (B, T) long and ``period`` (B,) long, the copy distance of each sequence: the
-    segment occupies positions T − 2·period … T − period − 1 and is repeated from T − period on."""
+    segment occupies positions T − 2·period … T − period − 1 and is repeated from T − period
+    on."""
 
     tokens: torch.Tensor
     period: torch.Tensor
@@ -90,7 +91,8 @@ class CopyTask:
         T = self.seq_len
         period = torch.randint(self.min_period, self.max_period + 1, (batch_size,),
                                generator=generator)  # (B,)
-        distinct = torch.rand(batch_size, self.vocab_size, generator=generator).argsort(-1)  # (B, V)
+        noise = torch.rand(batch_size, self.vocab_size, generator=generator)  # (B, V)
+        distinct = noise.argsort(-1)  # (B, V): each row a random order of the vocabulary
         t = torch.arange(T)  # (T,)
         in_copy = t >= (T - period)[:, None]  # (B, T)
         source = t - period[:, None] * in_copy  # (B, T): position t of the copy reads t − period
@@ -171,7 +173,8 @@ def mean_weight_on(weights: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     if not isinstance(weights, torch.Tensor) or weights.dim() < 3 or weights.shape[0] != B \
             or weights.shape[-2:] != (T, T):
         got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
-        raise ValueError(f"weights must have shape (B, ..., T, T) = ({B}, ..., {T}, {T}), got {got}")
+        raise ValueError(f"weights must have shape (B, ..., T, T) = ({B}, ..., {T}, {T}), "
+                         f"got {got}")
     keys = keys.to(weights.device)
     b, i = (keys >= 0).nonzero(as_tuple=True)  # the (sequence, query) pairs that count
     if not len(b):
@@ -217,8 +220,9 @@ class TrainingRun:
     ``train_loss`` (S,): the loss of each training step. ``eval_loss``, ``eval_accuracy`` (C,):
     on a fixed evaluation batch ``eval_batch``. ``previous_token``, ``induction`` (C, L, H): the
     two head scores on that batch (``previous_token_score``; ``induction_score`` over the
-    queries the loss scores, ``eval_batch.predictable``: the last query predicts nothing). ``examples``: E sequences of it (one per copy distance) and
-    ``weights`` (C, E, L, H, T, T) their attention maps at every checkpoint."""
+    queries the loss scores, ``eval_batch.predictable``: the last query predicts nothing).
+    ``examples``: E sequences of it (one per copy distance, shortest first) and ``weights``
+    (C, E, L, H, T, T) their attention maps at every checkpoint."""
 
     task: CopyTask
     model: DecoderLM
@@ -231,7 +235,6 @@ class TrainingRun:
     eval_batch: CopyBatch
     examples: CopyBatch
     weights: torch.Tensor
-    meta: dict = field(default_factory=dict)
 
 
 def _one_per_period(batch: CopyBatch) -> list[int]:
@@ -264,7 +267,8 @@ def train_with_checkpoints(
     model = make_model(task, seed=seed) if model is None else model
     check_size("model vocab_size (the task's)", task.vocab_size, model.vocab_size)
     if model.max_len < task.seq_len:
-        raise ValueError(f"model max_len must be at least seq_len={task.seq_len}, got {model.max_len}")
+        raise ValueError(f"model max_len must be at least seq_len={task.seq_len}, "
+                         f"got {model.max_len}")
     model = model.cpu()
     data = torch.Generator().manual_seed(seed)
     eval_batch = task.sample(eval_size, torch.Generator().manual_seed(seed + 1))
@@ -309,5 +313,4 @@ def train_with_checkpoints(
         eval_loss=torch.tensor(losses), eval_accuracy=torch.tensor(accs),
         previous_token=torch.stack(prev), induction=torch.stack(ind), eval_batch=eval_batch,
         examples=examples, weights=torch.stack(ex),
-        meta={"batch_size": batch_size, "lr": lr, "seed": seed, "every": every},
     )

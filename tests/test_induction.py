@@ -168,7 +168,8 @@ def test_mean_weight_on_against_a_loop():
 
 
 def test_mean_weight_on_rejects_bad_shapes_and_empty_keys():
-    with pytest.raises(ValueError, match=r"\(B, \.\.\., T, T\) = \(2, \.\.\., 5, 5\), got \(2, 5, 4\)"):
+    expected = r"\(B, \.\.\., T, T\) = \(2, \.\.\., 5, 5\), got \(2, 5, 4\)"
+    with pytest.raises(ValueError, match=expected):
         mean_weight_on(torch.zeros(2, 5, 4), torch.zeros(2, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"keys must have 2 dimensions"):
         mean_weight_on(torch.zeros(2, 5, 5), torch.zeros(5, dtype=torch.long))
@@ -210,7 +211,8 @@ def test_induction_score_over_chosen_queries():
     spoiled[:, -1, 0] = 1.0
     assert induction_score(spoiled, batch.tokens).item() < 1.0
     assert induction_score(spoiled, batch.tokens, batch.predictable).item() == pytest.approx(1.0)
-    with pytest.raises(ValueError, match=r"queries must be a boolean tensor of shape \(B, T\) = \(16, 16\)"):
+    with pytest.raises(ValueError, match=r"queries must be a boolean tensor of shape \(B, T\) = "
+                                         r"\(16, 16\)"):
         induction_score(spoiled, batch.tokens, batch.predictable.long())
 
 
@@ -231,7 +233,7 @@ def test_offset_profile_against_the_diagonals():
 
 def test_make_model_is_seeded_and_leaves_the_global_generator_alone():
     state = torch.get_rng_state()
-    a, b, c = make_model(CopyTask(), seed=0), make_model(CopyTask(), seed=0), make_model(CopyTask(), seed=1)
+    a, b, c = (make_model(CopyTask(), seed=s) for s in (0, 0, 1))
     assert torch.equal(torch.get_rng_state(), state)
     assert isinstance(a, DecoderLM) and a.vocab_size == 16 and a.max_len == 16
     assert len(a.blocks) == 2 and a.blocks[0].attention.num_heads == 2
@@ -263,7 +265,8 @@ def test_short_run_records_what_it_says(short_run):
         maps = torch.stack(run.model.attention_weights, dim=1)  # (B, L, H, T, T)
         run.model(run.examples.tokens)
         example_maps = torch.stack(run.model.attention_weights, dim=1)
-    assert run.eval_loss[-1].item() == pytest.approx(copy_loss(logits, run.eval_batch).item(), rel=1e-5)
+    expected_loss = copy_loss(logits, run.eval_batch).item()
+    assert run.eval_loss[-1].item() == pytest.approx(expected_loss, rel=1e-5)
     assert run.eval_accuracy[-1].item() == pytest.approx(copy_accuracy(logits, run.eval_batch))
     torch.testing.assert_close(run.previous_token[-1], previous_token_score(maps, run.eval_batch))
     torch.testing.assert_close(run.induction[-1], induction_score(

@@ -40,9 +40,11 @@ def test_draw_causal_shows_the_row_of_the_query(position):
     np.testing.assert_allclose(image.filled(0.0), tw.averaging_weights(T).numpy(), rtol=1e-6)
     assert frame.get_y() == position - 0.5 and frame.get_height() == 1  # the framed row
     heights = [bar.get_height() for bar in columns]
-    assert heights == pytest.approx([1 / (position + 1)] * (position + 1) + [0.0] * (T - 1 - position))
+    seen, unseen = position + 1, T - 1 - position
+    assert heights == pytest.approx([1 / seen] * seen + [0.0] * unseen)
     assert future.get_x() == position + 0.5 and future.get_width() == T - 1 - position
-    assert fig.axes[2].get_title().startswith(f"query {position} ({tw.SENTENCE[position]!r}) sees {position + 1} token")
+    title = fig.axes[2].get_title()
+    assert title.startswith(f"query {position} ({tw.SENTENCE[position]!r}) sees {seen} token")
     assert [t.get_text() for t in heat.get_xticklabels()] == list(tw.SENTENCE)
 
 
@@ -84,11 +86,20 @@ def run():
 
 
 def main_axes(fig: Figure):
-    return fig._explorer_state["main"]
+    """The chosen head's map: the first axes of the left part of the figure."""
+    return fig.subfigs[0].axes[0]
 
 
 def grid_axes(fig: Figure) -> dict:
-    return fig._explorer_state["grid"]
+    """(layer, head) → the axes of every head, in the right part (row = layer), 0-based."""
+    L, H = 2, 2
+    return {divmod(i, H): ax for i, ax in enumerate(fig.subfigs[1].axes[:L * H])}
+
+
+def markers(fig: Figure) -> tuple:
+    """The previous-token dots and the induction squares on the chosen head's map."""
+    dots, squares = main_axes(fig).collections
+    return dots, squares
 
 
 def targets_by_loop(run, example: int) -> tuple[set, set]:
@@ -108,7 +119,8 @@ def cells(scatter) -> set:
     return {(int(x), int(y)) for x, y in scatter.get_offsets()}
 
 
-@pytest.mark.parametrize("step_index, layer, head, example", [(0, 1, 1, 0), (1, 2, 2, 1), (2, 2, 1, 3)])
+@pytest.mark.parametrize("step_index, layer, head, example",
+                         [(0, 1, 1, 0), (1, 2, 2, 1), (2, 2, 1, 3)])
 def test_draw_explorer_shows_the_recorded_weights(run, step_index, layer, head, example):
     step = run.steps[step_index]
     fig = tw.draw_explorer(run, step, layer, head, example)
@@ -117,7 +129,8 @@ def test_draw_explorer_shows_the_recorded_weights(run, step_index, layer, head, 
     image = main_axes(fig).images[0]
     expected = run.weights[step_index, example].numpy()  # (L, H, T, T)
     np.testing.assert_array_equal(np.ma.getmaskarray(image.get_array()), future)
-    np.testing.assert_allclose(image.get_array().filled(0.0), expected[layer - 1, head - 1], rtol=1e-6)
+    np.testing.assert_allclose(image.get_array().filled(0.0), expected[layer - 1, head - 1],
+                               rtol=1e-6)
     assert image.get_clim() == (0.0, 1.0)
     letters = induction.token_labels(run.examples.tokens[example])
     assert [t.get_text() for t in main_axes(fig).get_xticklabels()] == letters
@@ -133,15 +146,16 @@ def test_draw_explorer_shows_the_recorded_weights(run, step_index, layer, head, 
         framed = ax.spines["left"].get_linewidth() > 2
         assert framed == ((l, hh) == (layer - 1, head - 1))
     previous, inducing = targets_by_loop(run, example)
-    assert cells(fig._explorer_state["previous"]) == previous
-    assert cells(fig._explorer_state["induction"]) == inducing
+    dots, squares = markers(fig)
+    assert cells(dots) == previous and cells(squares) == inducing
 
 
 def test_explorer_view_controls_move_the_figure_in_place(run):
     view = tw.explorer_view(run, layer=1, head=1, example=0)
     fig = view.result
     controls = {c.description: c for c in view.children if hasattr(c, "description")}
-    step, layer, head, example = (controls[k] for k in ("training step", "layer", "head", "example"))
+    names = ("training step", "layer", "head", "example")
+    step, layer, head, example = (controls[k] for k in names)
     assert isinstance(step, widgets.SelectionSlider) and list(step.options) == run.steps
     assert step.value == run.steps[-1]
     assert (layer.min, layer.max, head.min, head.max) == (1, 2, 1, 2)
@@ -156,11 +170,12 @@ def test_explorer_view_controls_move_the_figure_in_place(run):
         move()
         assert view.result is fig and main_axes(fig).images[0] is image  # redrawn, not rebuilt
         c, e, l, hh = expected
-        np.testing.assert_allclose(image.get_array().filled(0.0), run.weights[c, e, l, hh].numpy(), rtol=1e-6)
+        np.testing.assert_allclose(image.get_array().filled(0.0), run.weights[c, e, l, hh].numpy(),
+                                   rtol=1e-6)
         assert not np.ma.allclose(before, image.get_array())
     letters = induction.token_labels(run.examples.tokens[2])
     assert [t.get_text() for t in main_axes(fig).get_xticklabels()] == letters
-    assert cells(fig._explorer_state["induction"]) == targets_by_loop(run, 2)[1]
+    assert cells(markers(fig)[1]) == targets_by_loop(run, 2)[1]
     assert shown_png(view).startswith(b"\x89PNG")
 
 

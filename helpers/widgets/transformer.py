@@ -50,18 +50,18 @@ def draw_causal(position: int = 3, *, words: tuple[str, ...] = SENTENCE,
     T = len(words)
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < T:
         raise ValueError(f"position must be an int in [0, {T - 1}], got {position!r}")
-    weights = averaging_weights(T)  # (T, T)
     if fig is None or fig.get_label() != CAUSAL_LABEL or len(fig.axes) != 3:
-        fig = _build_causal(weights, words, fig)
+        fig = _build_causal(averaging_weights(T), words, fig)
     heat, bars_ax = fig.axes[0], fig.axes[2]
     heat.patches[0].set_y(position - 0.5)  # the frame around the query's row
     future, *bars = bars_ax.patches
     future.set_x(position + 0.5)  # grey from the first future key to the end
     future.set_width(T - 1 - position)
-    for bar, height in zip(bars, weights[position].tolist()):
+    row = np.where(np.arange(T) <= position, 1.0 / (position + 1), 0.0)  # averaging_weights' row
+    for bar, height in zip(bars, row):
         bar.set_height(height)
-    bars_ax.set_title(f"query {position} ({words[position]!r}) sees {position + 1} "
-                      f"token{'s' if position else ''}: weight 1/{position + 1} each")
+    bars_ax.title.set_text(f"query {position} ({words[position]!r}) sees {position + 1} "
+                           f"token{'s' if position else ''}: weight 1/{position + 1} each")
     return fig
 
 
@@ -82,10 +82,26 @@ def _build_causal(weights: torch.Tensor, words: tuple[str, ...], fig: Figure | N
     ax.set_xticks(range(T), list(words), rotation=45)
     ax.set(xlim=(-0.5, T - 0.5), ylim=(0, 1.05), ylabel="attention weight",
            xlabel="Keys (grey: the query's future, masked)")
-    ax.set_title(" ", loc="center")
-    fig.draw_without_rendering()  # lay out once, then freeze: a tick only changes data
-    fig.set_layout_engine("none")
+    ax.set_title(" ")
+    _freeze_layout(fig)
     return fig
+
+
+def _freeze_layout(fig: Figure) -> None:
+    """Lay ``fig`` out once (constrained), then pin everything a tick does not move: no layout
+    engine, titles at a fixed height, axis labels at fixed coordinates. Otherwise every draw
+    would search again for where titles and labels go (measuring every tick label of every
+    shared axes), which costs more than drawing them. Afterwards a tick changes only data and
+    text (``title.set_text``)."""
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+    for ax in fig.axes:
+        if ax.get_title():
+            ax.set_title(ax.get_title(), y=1.0, fontsize=ax.title.get_fontsize())
+        for axis in (ax.xaxis, ax.yaxis):
+            label = axis.label  # where the layout put it, in display units, then in axes units
+            where = label.get_transform().transform(label.get_position())
+            axis.set_label_coords(*ax.transAxes.inverted().transform(where))
 
 
 def causal_view(position: int = 3, *, words: tuple[str, ...] = SENTENCE) -> widgets.interactive:
@@ -107,7 +123,8 @@ def _check_choice(run: induction.TrainingRun, step: int, layer: int, head: int,
         raise ValueError(f"step must be one of the checkpoints {run.steps}, got {step!r}")
     for name, value, top in (("layer", layer, L), ("head", head, H)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-            raise ValueError(f"{name} must be an int in [1, {top}] (numbered from 1), got {value!r}")
+            raise ValueError(f"{name} must be an int in [1, {top}] (numbered from 1), "
+                             f"got {value!r}")
     if isinstance(example, bool) or not isinstance(example, int) or not 0 <= example < E:
         raise ValueError(f"example must be an int in [0, {E - 1}], got {example!r}")
     return run.steps.index(step), layer - 1, head - 1, example
@@ -135,29 +152,28 @@ def draw_explorer(run: induction.TrainingRun, step: int | None = None, layer: in
     ``fig``: a Figure this function drew for the same run is updated in place (fast)."""
     step = run.steps[-1] if step is None else step
     c, li, hi, e = _check_choice(run, step, layer, head, example)
-    if fig is None or fig.get_label() != EXPLORER_LABEL or getattr(fig, "_explorer_run", None) is not run:
+    ours = fig is not None and fig.get_label() == EXPLORER_LABEL
+    if not ours or getattr(fig, "_explorer_run", None) is not run:
         fig = _build_explorer(run, fig)
     state = fig._explorer_state
-    weights = run.weights[c, e].numpy()  # (L, H, T, T)
+    weights = state["weights"][c, e]  # (L, H, T, T)
     keep = state["keep"]
     main = state["main"]
     main.images[0].set_data(np.ma.masked_array(weights[li, hi], mask=~keep))
     if state["example"] != e:  # tokens on the axes and the target markers follow the example
-        labels = induction.token_labels(run.examples.tokens[e])
+        labels = state["labels"][e]
         main.set_xticks(range(len(labels)), labels)
         main.set_yticks(range(len(labels)), labels)
-        previous, inducing = _targets(run, e)
+        previous, inducing = state["targets"][e]
         state["previous"].set_offsets(previous)
         state["induction"].set_offsets(inducing)
         state["example"] = e
-    main.set_title(f"layer {layer} · head {head} at step {step}\n"
-                   f"example {example + 1}: copy distance {int(run.examples.period[e])}",
-                   fontsize="medium")
-    L, H = weights.shape[:2]
+    main.title.set_text(f"layer {layer} · head {head} at step {step}\n"
+                        f"example {example + 1}: copy distance {state['periods'][e]}")
     for (l, hh), ax in state["grid"].items():
         ax.images[0].set_data(np.ma.masked_array(weights[l, hh], mask=~keep))
-        ax.set_title(f"layer {l + 1} · head {hh + 1}\nprev {float(run.previous_token[c, l, hh]):.2f}"
-                     f" · ind {float(run.induction[c, l, hh]):.2f}", fontsize="small")
+        ax.title.set_text(f"layer {l + 1} · head {hh + 1}\nprev {state['prev'][c, l, hh]:.2f}"
+                          f" · ind {state['ind'][c, l, hh]:.2f}")
         chosen = (l, hh) == (li, hi)
         for spine in ax.spines.values():
             spine.set_edgecolor("black" if chosen else "#999999")
@@ -176,33 +192,39 @@ def _build_explorer(run: induction.TrainingRun, fig: Figure | None) -> Figure:
     keep = causal_mask(T, T).numpy()  # (T, T), True = takes part
     labels = induction.token_labels(run.examples.tokens[0])
     show_heatmaps(torch.zeros(T, T), mask=keep, vmax=1.0, fig=left, colorbar=False,
-                  xticklabels=labels, yticklabels=labels, xlabel="Keys", ylabel="Queries")
+                  xticklabels=labels, yticklabels=labels, ylabel="Queries")
     main = left.axes[0]
     main.tick_params(axis="x", labelrotation=0)
     main.set_title(" \n ", fontsize="medium")  # room for the title, set on every draw
-    previous, inducing = _targets(run, 0)
-    dots = main.scatter(previous[:, 0], previous[:, 1], s=9, c="#1f3b73", marker="o",
-                        label="previous token (before the copy)", linewidths=0)
+    targets = [_targets(run, i) for i in range(E)]
+    previous, inducing = targets[0]
+    dots = main.scatter(previous[:, 0], previous[:, 1], s=9, c="#1f3b73", marker="o", linewidths=0)
     squares = main.scatter(inducing[:, 0], inducing[:, 1], s=70, marker="s", facecolors="none",
-                           edgecolors="#1f3b73", linewidths=1.2,
-                           label="token after the previous occurrence")
-    left.legend(handles=[dots, squares], loc="outside lower center", ncols=1, fontsize="small",
-                frameon=False)
+                           edgecolors="#1f3b73", linewidths=1.2)
+    # What the markers mean, in the axis label (a legend would be laid out again on every draw).
+    main.set_xlabel("Keys\n•  previous token (before the copy)\n□  token after the previous "
+                    "occurrence", linespacing=1.6)
     show_heatmaps(torch.zeros(L, H, T, T), mask=keep, vmax=1.0, fig=right,
                   titles=[f"L{l + 1} H{hh + 1}\n " for l in range(L) for hh in range(H)],
                   xlabel="", ylabel="")
     grid = {}
+    right.axes[-1].set_yticks([0.0, 0.5, 1.0])  # the colorbar: few labels, less text to draw
     for i, ax_ in enumerate(right.axes[:L * H]):
         ax_.set_xticks([])
         ax_.set_yticks([])
         grid[divmod(i, H)] = ax_
-        ax_.set_title(ax_.get_title(), fontsize="small", y=1.0)
-    fig.draw_without_rendering()  # lay out once, then freeze: a tick only changes data and text
-    fig.set_layout_engine("none")
-    fig._explorer_run = run
+        ax_.set_title(ax_.get_title(), fontsize="small")
+    _freeze_layout(fig)
+    fig._explorer_run = run  # the run this figure shows, and what its ticks update
     fig._explorer_state = {
         "main": main, "keep": keep, "grid": grid, "example": 0,
         "previous": dots, "induction": squares,
+        # Everything a tick reads, as NumPy and lists: no torch op runs in a callback (on a
+        # busy machine a tiny op can wait milliseconds for a thread).
+        "weights": run.weights.numpy(), "prev": run.previous_token.numpy(),
+        "ind": run.induction.numpy(), "targets": targets,
+        "labels": [induction.token_labels(tokens) for tokens in run.examples.tokens],
+        "periods": run.examples.period.tolist(),
     }
     return fig
 
