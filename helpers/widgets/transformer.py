@@ -92,9 +92,15 @@ def _freeze_layout(fig: Figure) -> None:
     engine, titles at a fixed height, axis labels at fixed coordinates. Otherwise every draw
     would search again for where titles and labels go (measuring every tick label of every
     shared axes), which costs more than drawing them. Afterwards a tick changes only data and
-    text (``title.set_text``)."""
+    text (``title.set_text``).
+
+    The engine is set to None, not "none": "none" leaves a placeholder engine, and ``savefig``
+    then runs one more (non-rendering) pass over every artist before the real one, which for
+    a figure with many labels costs almost as much as drawing it."""
     fig.draw_without_rendering()
-    fig.set_layout_engine("none")
+    fig.set_layout_engine(None)
+    if fig.get_layout_engine() is not None:  # the rcParams ask for an engine by default
+        fig.set_layout_engine("none")
     for ax in fig.axes:
         if ax.get_title():
             ax.set_title(ax.get_title(), y=1.0, fontsize=ax.title.get_fontsize())
