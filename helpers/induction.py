@@ -1,0 +1,316 @@
+"""Induction heads（归纳头）on a toy copy task: the data, training with checkpoints, head metrics.
+
+Legend: B batch, T tokens, V vocabulary size, L layers, H heads, C checkpoints, E examples.
+A sequence is a random prefix, a segment of random tokens, then the same segment again; the
+segment's length (the copy distance) varies from sequence to sequence, so no fixed look-back
+offset predicts the copy: a model has to find the previous occurrence of the current token and
+read the token after it. Attention weights are laid out (..., Q, K) with Q = K = T (self-attention);
+``predictable`` (B, T) is True where the *next* token is determined by the sequence so far.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .checks import check_positive_int, check_rank, check_size
+from .transformer import DecoderLM
+
+__all__ = [
+    "CopyTask", "CopyBatch", "TrainingRun", "make_model", "copy_loss", "copy_accuracy",
+    "induction_targets", "offset_targets", "mean_weight_on", "previous_token_score",
+    "induction_score", "offset_profile",
+    "train_with_checkpoints", "token_labels",
+]
+
+LETTERS = string.ascii_uppercase
+
+
+@dataclass(frozen=True)
+class CopyBatch:
+    """``tokens`` (B, T) long and ``period`` (B,) long, the copy distance of each sequence: the
+    segment occupies positions T − 2·period … T − period − 1 and is repeated from T − period
+    on."""
+
+    tokens: torch.Tensor
+    period: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+    def __getitem__(self, index: int | slice | torch.Tensor | list[int]) -> CopyBatch:
+        if isinstance(index, int):
+            index = [index]
+        return CopyBatch(self.tokens[index], self.period[index])
+
+    @property
+    def copy_start(self) -> torch.Tensor:
+        """(B,) the position where the repeated segment starts, T − period."""
+        return self.tokens.shape[1] - self.period
+
+    @property
+    def predictable(self) -> torch.Tensor:
+        """(B, T) bool: True at positions t whose next token t + 1 is a copy of an earlier one
+        (t from the copy start to T − 2). The copy's first token itself is not predictable."""
+        t = torch.arange(self.tokens.shape[1], device=self.tokens.device)  # (T,)
+        return (t >= self.copy_start[:, None]) & (t < self.tokens.shape[1] - 1)  # (B, T)
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """Sequences of ``seq_len`` tokens from ``vocab_size``: a random prefix, a segment of
+    ``period`` tokens (drawn per sequence from ``min_period`` … ``max_period``), the segment
+    again. All tokens before the copy are distinct, so every token of the copy has exactly one
+    earlier occurrence."""
+
+    vocab_size: int = 16
+    seq_len: int = 16
+    min_period: int = 4
+    max_period: int = 7
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "seq_len", "min_period", "max_period"):
+            check_positive_int(name, getattr(self, name))
+        if not 2 <= self.min_period <= self.max_period:
+            raise ValueError(f"periods must satisfy 2 ≤ min_period ≤ max_period, got "
+                             f"min_period={self.min_period}, max_period={self.max_period}")
+        if 2 * self.max_period > self.seq_len:
+            raise ValueError(f"2·max_period must be at most seq_len={self.seq_len}, got "
+                             f"2·{self.max_period} = {2 * self.max_period}")
+        if self.vocab_size < self.seq_len - self.min_period:
+            raise ValueError(f"vocab_size must be at least seq_len − min_period = "
+                             f"{self.seq_len - self.min_period} (distinct tokens before the copy), "
+                             f"got {self.vocab_size}")
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> CopyBatch:
+        """``batch_size`` sequences drawn with ``generator`` (on the CPU)."""
+        check_positive_int("batch_size", batch_size)
+        T = self.seq_len
+        period = torch.randint(self.min_period, self.max_period + 1, (batch_size,),
+                               generator=generator)  # (B,)
+        noise = torch.rand(batch_size, self.vocab_size, generator=generator)  # (B, V)
+        distinct = noise.argsort(-1)  # (B, V): each row a random order of the vocabulary
+        t = torch.arange(T)  # (T,)
+        in_copy = t >= (T - period)[:, None]  # (B, T)
+        source = t - period[:, None] * in_copy  # (B, T): position t of the copy reads t − period
+        return CopyBatch(distinct.gather(1, source), period)  # tokens (B, T)
+
+
+def token_labels(tokens: torch.Tensor) -> list[str]:
+    """Letters for a (T,) sequence of token ids (0 → "A", ...; ids past Z as numbers)."""
+    return [LETTERS[i] if i < len(LETTERS) else str(i) for i in tokens.tolist()]
+
+
+def make_model(task: CopyTask, *, num_hiddens: int = 64, num_heads: int = 2, num_layers: int = 2,
+               ffn_hiddens: int = 64, seed: int = 0) -> DecoderLM:
+    """A ``DecoderLM`` sized for ``task`` (sinusoidal positions), its weights drawn from ``seed``
+    without touching the global random state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return DecoderLM(task.vocab_size, num_hiddens, num_heads, num_layers, ffn_hiddens,
+                         max_len=task.seq_len)
+
+
+def _check_logits(logits: torch.Tensor, batch: CopyBatch) -> None:
+    check_rank("logits", logits, 3, "(B, T, V)")
+    if logits.shape[:2] != batch.tokens.shape:
+        raise ValueError(f"logits must have shape (B, T, V) with (B, T) = "
+                         f"{tuple(batch.tokens.shape)}, got {tuple(logits.shape)}")
+
+
+def copy_loss(logits: torch.Tensor, batch: CopyBatch) -> torch.Tensor:
+    """Cross-entropy of the next token, averaged over the predictable positions only:
+    ``logits`` (B, T, V) at position t score the token at t + 1."""
+    _check_logits(logits, batch)
+    keep = batch.predictable.to(logits.device)  # (B, T)
+    nxt = batch.tokens.roll(-1, dims=1).to(logits.device)  # (B, T): the token at t + 1
+    return F.cross_entropy(logits[keep], nxt[keep])
+
+
+def copy_accuracy(logits: torch.Tensor, batch: CopyBatch) -> float:
+    """Fraction of predictable positions whose most likely next token is the right one."""
+    _check_logits(logits, batch)
+    keep = batch.predictable.to(logits.device)
+    nxt = batch.tokens.roll(-1, dims=1).to(logits.device)
+    return (logits.argmax(-1)[keep] == nxt[keep]).float().mean().item()
+
+
+def induction_targets(tokens: torch.Tensor) -> torch.Tensor:
+    """(B, T) long: for query i, the key right after the latest earlier occurrence of
+    ``tokens[b, i]`` (j + 1 for the largest j < i with the same token), or −1 if there is none.
+    An induction head attends there: it finds where the current token was before and reads
+    what came next."""
+    check_rank("tokens", tokens, 2, "(B, T)")
+    T = tokens.shape[1]
+    earlier = torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril(-1)  # (Q, K): j < i
+    same = (tokens[:, :, None] == tokens[:, None, :]) & earlier  # (B, Q, K)
+    j = torch.where(same, torch.arange(T, device=tokens.device), -1).amax(-1)  # (B, Q)
+    return torch.where(j >= 0, j + 1, -1)
+
+
+def offset_targets(batch: CopyBatch, offset: int = 1) -> torch.Tensor:
+    """(B, T) long: key i − ``offset`` for every query i before the copy starts (from
+    ``offset`` to copy_start − 1), −1 elsewhere. With offset 1 these are the cells a
+    previous-token head attends to, at the positions that later queries look up (inside the
+    copy nothing looks back at them, and a model need not care what happens there)."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be an int ≥ 0, got {offset!r}")
+    T = batch.tokens.shape[1]
+    i = torch.arange(T, device=batch.tokens.device)  # (T,)
+    keep = (i >= offset) & (i < batch.copy_start.to(i.device)[:, None])  # (B, T)
+    return torch.where(keep, i - offset, -1)
+
+
+def mean_weight_on(weights: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Mean of ``weights[b, ..., i, keys[b, i]]`` over every (sequence b, query i) with
+    ``keys[b, i] ≥ 0``: ``weights`` (B, ..., T, T) and ``keys`` (B, T) long → (...), one number
+    per layer and head. Raises ValueError when no query has a key."""
+    check_rank("keys", keys, 2, "(B, T)")
+    B, T = keys.shape
+    if not isinstance(weights, torch.Tensor) or weights.dim() < 3 or weights.shape[0] != B \
+            or weights.shape[-2:] != (T, T):
+        got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
+        raise ValueError(f"weights must have shape (B, ..., T, T) = ({B}, ..., {T}, {T}), "
+                         f"got {got}")
+    keys = keys.to(weights.device)
+    b, i = (keys >= 0).nonzero(as_tuple=True)  # the (sequence, query) pairs that count
+    if not len(b):
+        raise ValueError("no query has a key to score (every entry of keys is −1)")
+    return weights.movedim(0, -3)[..., b, i, keys[b, i]].mean(-1)  # (..., n) → (...)
+
+
+def previous_token_score(weights: torch.Tensor, batch: CopyBatch) -> torch.Tensor:
+    """Mean weight on the previous token (``offset_targets(batch, 1)``), queries before the
+    copy: (B, ..., T, T) → (...). 1 for a perfect previous-token head."""
+    return mean_weight_on(weights, offset_targets(batch, 1))
+
+
+def offset_profile(weights: torch.Tensor, batch: CopyBatch, max_offset: int = 3) -> torch.Tensor:
+    """Mean weight on key i − k, k = 0 … ``max_offset``, for the queries before the copy:
+    (B, ..., T, T) → (..., max_offset + 1). Entry 1 is ``previous_token_score``."""
+    return torch.stack([mean_weight_on(weights, offset_targets(batch, k))
+                        for k in range(max_offset + 1)], dim=-1)
+
+
+def induction_score(weights: torch.Tensor, tokens: torch.Tensor,
+                    queries: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean weight on the induction target (``induction_targets``), over every query whose
+    token occurred before (and, given ``queries`` (B, T) bool, that is True there):
+    (B, ..., T, T) with ``tokens`` (B, T) → (...). 1 for a perfect induction head."""
+    targets = induction_targets(tokens)  # (B, T)
+    if queries is not None:
+        if not isinstance(queries, torch.Tensor) or queries.dtype != torch.bool \
+                or queries.shape != tokens.shape:
+            got = (f"{queries.dtype} {tuple(queries.shape)}" if isinstance(queries, torch.Tensor)
+                   else type(queries).__name__)
+            raise ValueError(f"queries must be a boolean tensor of shape (B, T) = "
+                             f"{tuple(tokens.shape)}, got {got}")
+        targets = torch.where(queries.to(targets.device), targets, -1)
+    return mean_weight_on(weights, targets)
+
+
+@dataclass
+class TrainingRun:
+    """What ``train_with_checkpoints`` recorded. Checkpoint c is taken *before* training step
+    ``steps[c]`` (so ``steps[0] = 0`` is the untrained model, the last one the trained model).
+
+    ``train_loss`` (S,): the loss of each training step. ``eval_loss``, ``eval_accuracy`` (C,):
+    on a fixed evaluation batch ``eval_batch``. ``previous_token``, ``induction`` (C, L, H): the
+    two head scores on that batch (``previous_token_score``; ``induction_score`` over the
+    queries the loss scores, ``eval_batch.predictable``: the last query predicts nothing).
+    ``examples``: E sequences of it (one per copy distance, shortest first) and ``weights``
+    (C, E, L, H, T, T) their attention maps at every checkpoint."""
+
+    task: CopyTask
+    model: DecoderLM
+    steps: list[int]
+    train_loss: torch.Tensor
+    eval_loss: torch.Tensor
+    eval_accuracy: torch.Tensor
+    previous_token: torch.Tensor
+    induction: torch.Tensor
+    eval_batch: CopyBatch
+    examples: CopyBatch
+    weights: torch.Tensor
+
+
+def _one_per_period(batch: CopyBatch) -> list[int]:
+    """Indices of the first sequence of each copy distance present, shortest distance first."""
+    found = {}
+    for i, p in enumerate(batch.period.tolist()):
+        found.setdefault(p, i)
+    return [found[p] for p in sorted(found)]
+
+
+def train_with_checkpoints(
+    task: CopyTask | None = None, model: DecoderLM | None = None, *, steps: int = 200,
+    every: int = 10, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
+    eval_size: int = 128, threads: int | None = 1,
+) -> TrainingRun:
+    """Train ``model`` (default ``make_model(task, seed=seed)``) on ``task`` with Adam for
+    ``steps`` steps of ``batch_size`` fresh sequences, minimising ``copy_loss``, on the CPU.
+
+    Every ``every`` steps, and after the last, it records the loss, the accuracy and the head
+    scores on a fixed batch of ``eval_size`` sequences, and the attention weights of one
+    example per copy distance (small: C·E·L·H·T² numbers), so that a view can show any
+    checkpoint without running the model. ``threads``: torch's CPU threads while training
+    (restored afterwards; None leaves them alone) — one is fastest for tensors this small.
+    The global random state is not touched: data come from generators seeded by ``seed``.
+    """
+    task = CopyTask() if task is None else task
+    for name, value in (("steps", steps), ("every", every), ("batch_size", batch_size),
+                        ("eval_size", eval_size)):
+        check_positive_int(name, value)
+    model = make_model(task, seed=seed) if model is None else model
+    check_size("model vocab_size (the task's)", task.vocab_size, model.vocab_size)
+    if model.max_len < task.seq_len:
+        raise ValueError(f"model max_len must be at least seq_len={task.seq_len}, "
+                         f"got {model.max_len}")
+    model = model.cpu()
+    data = torch.Generator().manual_seed(seed)
+    eval_batch = task.sample(eval_size, torch.Generator().manual_seed(seed + 1))
+    scored = eval_batch.predictable  # (B, T): the queries whose next token the loss scores
+    shown = _one_per_period(eval_batch)  # the examples: indices into eval_batch
+    examples = eval_batch[shown]
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    train_loss, checkpoints, records = [], [], []
+
+    def record(step: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            logits = model(eval_batch.tokens)  # (B, T, V); attention_weights: L × (B, H, T, T)
+            weights = torch.stack(model.attention_weights, dim=1)  # (B, L, H, T, T)
+        records.append((copy_loss(logits, eval_batch).item(), copy_accuracy(logits, eval_batch),
+                        previous_token_score(weights, eval_batch),  # (L, H)
+                        induction_score(weights, eval_batch.tokens, scored),  # (L, H)
+                        weights[shown].clone()))  # (E, L, H, T, T)
+        checkpoints.append(step)
+        model.train()
+
+    previous_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        for step in range(steps):
+            if step % every == 0:
+                record(step)
+            batch = task.sample(batch_size, data)
+            loss = copy_loss(model(batch.tokens, need_weights=False), batch)  # fused attention
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            train_loss.append(loss.item())
+        record(steps)
+    finally:
+        torch.set_num_threads(previous_threads)
+    model.eval()
+    losses, accs, prev, ind, ex = zip(*records)
+    return TrainingRun(
+        task=task, model=model, steps=checkpoints, train_loss=torch.tensor(train_loss),
+        eval_loss=torch.tensor(losses), eval_accuracy=torch.tensor(accs),
+        previous_token=torch.stack(prev), induction=torch.stack(ind), eval_batch=eval_batch,
+        examples=examples, weights=torch.stack(ex),
+    )

@@ -1,0 +1,320 @@
+"""The copy task, the head metrics and training with checkpoints: against loops written out here,
+hand-made attention maps whose scores are known, and one real training run that must produce a
+previous-token head in layer 1 and an induction head in layer 2."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from helpers import DecoderLM
+from helpers import induction
+from helpers.induction import (
+    CopyBatch, CopyTask, copy_accuracy, copy_loss, induction_score, induction_targets,
+    make_model, mean_weight_on, offset_profile, offset_targets, previous_token_score,
+    token_labels, train_with_checkpoints,
+)
+
+# ------------------------------------------------------------------------------ the task
+
+
+def test_sample_is_prefix_segment_copy_with_distinct_letters_before_the_copy():
+    task = CopyTask(vocab_size=12, seq_len=14, min_period=3, max_period=6)
+    batch = task.sample(300, torch.Generator().manual_seed(0))
+    assert batch.tokens.shape == (300, 14) and batch.tokens.dtype == torch.long
+    assert batch.period.shape == (300,)
+    assert set(batch.period.tolist()) == {3, 4, 5, 6}  # every copy distance occurs
+    for tokens, period in zip(batch.tokens.tolist(), batch.period.tolist()):
+        start = 14 - period
+        assert tokens[start:] == tokens[start - period:start]  # the segment, repeated
+        first = tokens[:start]
+        assert len(set(first)) == len(first)  # all distinct before the copy
+        assert all(0 <= t < 12 for t in tokens)
+
+
+def test_sample_is_reproducible_and_leaves_the_global_generator_alone():
+    task = CopyTask()
+    state = torch.get_rng_state()
+    a = task.sample(5, torch.Generator().manual_seed(3))
+    b = task.sample(5, torch.Generator().manual_seed(3))
+    c = task.sample(5, torch.Generator().manual_seed(4))
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.period, b.period)
+    assert not torch.equal(a.tokens, c.tokens)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_copy_start_and_predictable_positions():
+    batch = CopyBatch(torch.zeros(3, 10, dtype=torch.long), torch.tensor([2, 4, 5]))
+    assert batch.copy_start.tolist() == [8, 6, 5]
+    expected = torch.zeros(3, 10, dtype=torch.bool)
+    for b, start in enumerate([8, 6, 5]):
+        for t in range(start, 9):  # from the copy start to T − 2: the next token is a copy
+            expected[b, t] = True
+    assert torch.equal(batch.predictable, expected)
+    assert len(batch) == 3 and len(batch[1]) == 1 and batch[[0, 2]].period.tolist() == [2, 5]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(min_period=1), r"2 ≤ min_period ≤ max_period, got min_period=1"),
+    (dict(min_period=5, max_period=4), r"min_period=5, max_period=4"),
+    (dict(max_period=9), r"2·max_period must be at most seq_len=16, got 2·9 = 18"),
+    (dict(vocab_size=11), r"vocab_size must be at least seq_len − min_period = 12 .*got 11"),
+    (dict(seq_len=0), r"seq_len must be a positive int, got 0"),
+])
+def test_task_rejects_impossible_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        CopyTask(**kwargs)
+
+
+def test_sample_rejects_a_bad_batch_size():
+    with pytest.raises(ValueError, match=r"batch_size must be a positive int, got 0"):
+        CopyTask().sample(0)
+
+
+def test_token_labels_are_letters():
+    assert token_labels(torch.tensor([0, 1, 25, 26])) == ["A", "B", "Z", "26"]
+
+
+# ------------------------------------------------------------------------- loss, accuracy
+
+
+def test_copy_loss_and_accuracy_against_a_loop():
+    task = CopyTask()
+    batch = task.sample(6, torch.Generator().manual_seed(1))
+    logits = torch.randn(6, 16, 16, generator=torch.Generator().manual_seed(2))
+    losses, hits = [], []
+    for b in range(6):
+        start = 16 - int(batch.period[b])
+        for t in range(start, 15):
+            row = logits[b, t].double()
+            target = int(batch.tokens[b, t + 1])
+            losses.append(math.log(row.exp().sum()) - float(row[target]))
+            hits.append(int(row.argmax()) == target)
+    assert copy_loss(logits, batch).item() == pytest.approx(sum(losses) / len(losses), rel=1e-5)
+    assert copy_accuracy(logits, batch) == pytest.approx(sum(hits) / len(hits))
+
+
+def test_a_model_that_reads_the_answer_has_zero_loss_and_full_accuracy():
+    batch = CopyTask().sample(4, torch.Generator().manual_seed(5))
+    logits = 100.0 * torch.nn.functional.one_hot(batch.tokens.roll(-1, dims=1), 16).float()
+    assert copy_loss(logits, batch).item() < 1e-6
+    assert copy_accuracy(logits, batch) == 1.0
+
+
+def test_loss_rejects_logits_of_another_shape():
+    batch = CopyTask().sample(2)
+    with pytest.raises(ValueError, match=r"\(B, T\) = \(2, 16\), got \(2, 15, 16\)"):
+        copy_loss(torch.zeros(2, 15, 16), batch)
+    with pytest.raises(ValueError, match=r"logits must have 3 dimensions"):
+        copy_accuracy(torch.zeros(2, 16), batch)
+
+
+# ------------------------------------------------------------------------------ targets
+
+
+def brute_force_induction_targets(tokens: list[int]) -> list[int]:
+    out = []
+    for i, token in enumerate(tokens):
+        earlier = [j for j in range(i) if tokens[j] == token]
+        out.append(earlier[-1] + 1 if earlier else -1)
+    return out
+
+
+def test_induction_targets_against_a_loop_with_repeats():
+    tokens = torch.randint(0, 4, (5, 12), generator=torch.Generator().manual_seed(0))
+    got = induction_targets(tokens)
+    for row, expected in zip(got.tolist(), tokens.tolist()):
+        assert row == brute_force_induction_targets(expected)
+
+
+def test_induction_targets_of_the_copy_task():
+    batch = CopyTask().sample(20, torch.Generator().manual_seed(6))
+    targets = induction_targets(batch.tokens)
+    for b in range(20):
+        L, start = int(batch.period[b]), int(batch.copy_start[b])
+        assert (targets[b, :start] == -1).all()  # every letter before the copy is new
+        for t in range(start, 16):
+            assert targets[b, t] == t - L + 1  # the letter after the previous occurrence
+            assert batch.tokens[b, targets[b, t]] == batch.tokens[b, (t + 1) % 16] or t == 15
+
+
+def test_offset_targets():
+    batch = CopyBatch(torch.zeros(2, 8, dtype=torch.long), torch.tensor([2, 3]))
+    assert offset_targets(batch, 1).tolist() == [[-1, 0, 1, 2, 3, 4, -1, -1],
+                                                 [-1, 0, 1, 2, 3, -1, -1, -1]]
+    assert offset_targets(batch, 0).tolist()[1] == [0, 1, 2, 3, 4, -1, -1, -1]
+    assert offset_targets(batch, 3).tolist()[0] == [-1, -1, -1, 0, 1, 2, -1, -1]
+    with pytest.raises(ValueError, match=r"offset must be an int ≥ 0, got -1"):
+        offset_targets(batch, -1)
+
+
+# ------------------------------------------------------------------------------ metrics
+
+
+def test_mean_weight_on_against_a_loop():
+    gen = torch.Generator().manual_seed(0)
+    weights = torch.rand(3, 2, 4, 6, 6, generator=gen)  # (B, L, H, T, T)
+    keys = torch.randint(-1, 6, (3, 6), generator=gen)
+    keys[0, 0] = 2  # at least one pair
+    got = mean_weight_on(weights, keys)
+    assert got.shape == (2, 4)
+    pairs = [(b, i, int(keys[b, i])) for b in range(3) for i in range(6) if keys[b, i] >= 0]
+    for l in range(2):
+        for hh in range(4):
+            expected = sum(float(weights[b, l, hh, i, j]) for b, i, j in pairs) / len(pairs)
+            assert got[l, hh].item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_mean_weight_on_rejects_bad_shapes_and_empty_keys():
+    expected = r"\(B, \.\.\., T, T\) = \(2, \.\.\., 5, 5\), got \(2, 5, 4\)"
+    with pytest.raises(ValueError, match=expected):
+        mean_weight_on(torch.zeros(2, 5, 4), torch.zeros(2, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"keys must have 2 dimensions"):
+        mean_weight_on(torch.zeros(2, 5, 5), torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"no query has a key"):
+        mean_weight_on(torch.zeros(2, 5, 5), torch.full((2, 5), -1))
+
+
+def perfect_head(keys: torch.Tensor) -> torch.Tensor:
+    """(B, T, T) one-hot rows on ``keys`` (B, T); rows without a key put 1 on key 0."""
+    B, T = keys.shape
+    return torch.nn.functional.one_hot(keys.clamp(min=0), T).float()
+
+
+def test_scores_of_perfect_and_uniform_heads():
+    task = CopyTask()
+    batch = task.sample(32, torch.Generator().manual_seed(7))
+    previous = perfect_head(offset_targets(batch, 1))  # (B, T, T)
+    inducing = perfect_head(induction_targets(batch.tokens))
+    uniform = (torch.ones(16, 16).tril() / torch.arange(1, 17)[:, None]).expand(32, 16, 16)
+    assert previous_token_score(previous, batch).item() == pytest.approx(1.0)
+    assert induction_score(inducing, batch.tokens).item() == pytest.approx(1.0)
+    # a perfect previous-token head is no induction head, and the other way round
+    assert induction_score(previous, batch.tokens).item() < 0.2
+    assert previous_token_score(inducing, batch).item() < 0.2
+    # uniform over the past: 1/(i+1) at query i, averaged over the pairs that count
+    prev_pairs = [i for b in range(32) for i in range(1, int(batch.copy_start[b]))]
+    ind_pairs = [i for b in range(32) for i in range(int(batch.copy_start[b]), 16)]
+    assert previous_token_score(uniform, batch).item() == pytest.approx(
+        sum(1 / (i + 1) for i in prev_pairs) / len(prev_pairs), rel=1e-5)
+    assert induction_score(uniform, batch.tokens).item() == pytest.approx(
+        sum(1 / (i + 1) for i in ind_pairs) / len(ind_pairs), rel=1e-5)
+
+
+def test_induction_score_over_chosen_queries():
+    batch = CopyTask().sample(16, torch.Generator().manual_seed(8))
+    inducing = perfect_head(induction_targets(batch.tokens))
+    spoiled = inducing.clone()
+    spoiled[:, -1] = 0.0  # the last query attends nowhere useful
+    spoiled[:, -1, 0] = 1.0
+    assert induction_score(spoiled, batch.tokens).item() < 1.0
+    assert induction_score(spoiled, batch.tokens, batch.predictable).item() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"queries must be a boolean tensor of shape \(B, T\) = "
+                                         r"\(16, 16\)"):
+        induction_score(spoiled, batch.tokens, batch.predictable.long())
+
+
+def test_offset_profile_against_the_diagonals():
+    batch = CopyTask().sample(8, torch.Generator().manual_seed(9))
+    weights = torch.softmax(torch.randn(8, 2, 3, 16, 16), dim=-1)  # (B, L, H, T, T)
+    profile = offset_profile(weights, batch, 3)
+    assert profile.shape == (2, 3, 4)
+    torch.testing.assert_close(profile[..., 1], previous_token_score(weights, batch))
+    for k in range(4):
+        values = [weights[b, :, :, i, i - k] for b in range(8)
+                  for i in range(k, int(batch.copy_start[b]))]
+        torch.testing.assert_close(profile[..., k], torch.stack(values).mean(0))
+
+
+# ------------------------------------------------------------------------------ training
+
+
+def test_make_model_is_seeded_and_leaves_the_global_generator_alone():
+    state = torch.get_rng_state()
+    a, b, c = (make_model(CopyTask(), seed=s) for s in (0, 0, 1))
+    assert torch.equal(torch.get_rng_state(), state)
+    assert isinstance(a, DecoderLM) and a.vocab_size == 16 and a.max_len == 16
+    assert len(a.blocks) == 2 and a.blocks[0].attention.num_heads == 2
+    assert a.blocks[0].ffn[0].out_features == 64 and a.embedding.embedding_dim == 64
+    for (name, x), (_, y), (_, z) in zip(a.state_dict().items(), b.state_dict().items(),
+                                         c.state_dict().items()):
+        assert torch.equal(x, y), name
+    assert not torch.equal(a.embedding.weight, c.embedding.weight)
+
+
+@pytest.fixture(scope="module")
+def short_run():
+    return train_with_checkpoints(steps=25, every=10, eval_size=48, seed=3)
+
+
+def test_short_run_records_what_it_says(short_run):
+    run = short_run
+    assert run.steps == [0, 10, 20, 25]
+    assert run.train_loss.shape == (25,) and run.eval_loss.shape == (4,)
+    assert run.previous_token.shape == run.induction.shape == (4, 2, 2)
+    E = len(run.examples)
+    assert run.examples.period.tolist() == sorted(set(run.eval_batch.period.tolist()))
+    assert run.weights.shape == (4, E, 2, 2, 16, 16)
+    torch.testing.assert_close(run.weights.sum(-1), torch.ones(4, E, 2, 2, 16))
+    assert (run.weights.triu(diagonal=1) == 0).all()  # causal at every checkpoint
+    # the last checkpoint is the returned model, measured again here
+    with torch.no_grad():
+        logits = run.model(run.eval_batch.tokens)
+        maps = torch.stack(run.model.attention_weights, dim=1)  # (B, L, H, T, T)
+        run.model(run.examples.tokens)
+        example_maps = torch.stack(run.model.attention_weights, dim=1)
+    expected_loss = copy_loss(logits, run.eval_batch).item()
+    assert run.eval_loss[-1].item() == pytest.approx(expected_loss, rel=1e-5)
+    assert run.eval_accuracy[-1].item() == pytest.approx(copy_accuracy(logits, run.eval_batch))
+    torch.testing.assert_close(run.previous_token[-1], previous_token_score(maps, run.eval_batch))
+    torch.testing.assert_close(run.induction[-1], induction_score(
+        maps, run.eval_batch.tokens, run.eval_batch.predictable))
+    torch.testing.assert_close(run.weights[-1], example_maps)
+    assert not torch.equal(run.weights[0], run.weights[-1])  # it did train
+
+
+def test_training_is_reproducible_restores_threads_and_the_global_generator():
+    threads, state = torch.get_num_threads(), torch.get_rng_state()
+    a = train_with_checkpoints(steps=5, every=5, eval_size=16, seed=1, threads=1)
+    b = train_with_checkpoints(steps=5, every=5, eval_size=16, seed=1, threads=1)
+    assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), state)
+    torch.testing.assert_close(a.train_loss, b.train_loss, rtol=0, atol=0)
+    torch.testing.assert_close(a.weights, b.weights, rtol=0, atol=0)
+
+
+def test_training_rejects_a_model_of_another_task():
+    with pytest.raises(ValueError, match=r"model vocab_size \(the task's\): expected 16, got 10"):
+        train_with_checkpoints(model=DecoderLM(10, 8, 2, 1), steps=1)
+    with pytest.raises(ValueError, match=r"max_len must be at least seq_len=16, got 8"):
+        train_with_checkpoints(model=DecoderLM(16, 8, 2, 1, max_len=8), steps=1)
+    with pytest.raises(ValueError, match=r"every must be a positive int, got 0"):
+        train_with_checkpoints(steps=1, every=0)
+
+
+def test_default_training_grows_a_previous_token_head_and_an_induction_head():
+    """The notebook's claim, on its own settings: after 200 steps the copy is predicted, a
+    layer-1 head puts most of its weight one token back (more than on any other offset), and a
+    layer-2 head attends to the token after the previous occurrence of the current one."""
+    run = induction.train_with_checkpoints()
+    assert run.eval_accuracy[-1] >= 0.95 and run.eval_loss[-1] < 0.2
+    assert run.eval_loss[0] > 2.5  # untrained: about ln 16
+    assert run.induction[-1, 1].max() > 0.8  # layer 2: an induction head
+    assert run.induction[-1, 0].max() < 0.3  # layer 1 is not one
+    with torch.no_grad():
+        run.model(run.eval_batch.tokens)
+    maps = torch.stack(run.model.attention_weights, dim=1)
+    profile = offset_profile(maps, run.eval_batch, 3)  # (L, H, 4)
+    best = int(profile[0, :, 1].argmax())  # layer 1's most previous-token-like head
+    assert profile[0, best, 1] > 0.4
+    assert profile[0, best, 1] > 1.4 * profile[0, best, [0, 2, 3]].max()
+    # untrained, no head is either
+    assert run.previous_token[0].max() < 0.3 and run.induction[0].max() < 0.3
+    # layer 1 is needed: without its attention the copy fails
+    ablated = make_model(run.task)
+    ablated.load_state_dict(run.model.state_dict())
+    with torch.no_grad():
+        ablated.blocks[0].attention.W_o.weight.zero_()
+        ablated.blocks[0].attention.W_o.bias.zero_()
+        assert copy_accuracy(ablated(run.eval_batch.tokens), run.eval_batch) < 0.5
