@@ -69,3 +69,36 @@ def test_figure_png_draws_once_where_a_tight_bbox_draws_twice(monkeypatch):
     assert len(draws) == 2
     png = figure_png(fig)
     assert png.startswith(b"\x89PNG") and len(draws) == 3
+
+
+def _draws_per_png(fig) -> int:
+    """How many times ``figure_png`` draws ``fig``."""
+    calls = []
+    real = fig.draw
+    fig.draw = lambda renderer: (calls.append(1), real(renderer))[1]
+    figure_png(fig)
+    return len(calls)
+
+
+def test_freeze_layout_keeps_positions_and_draws_each_png_once():
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
+    from helpers.widgets._common import freeze_layout
+
+    placeholder = Figure(layout="constrained")
+    placeholder.subplots(2, 2)
+    placeholder.draw_without_rendering()
+    placeholder.set_layout_engine("none")  # what the views used to do
+    assert _draws_per_png(placeholder) == 2  # savefig's extra pass: the cost freeze_layout removes
+    with mpl.rc_context({"figure.constrained_layout.use": True}):  # rc asking for an engine
+        fig = Figure(layout="constrained")
+        axes = fig.subplots(2, 2)
+        fig.suptitle("a title the layout makes room for")
+        freeze_layout(fig)
+        laid_out = [ax.get_position().bounds for ax in axes.flat]
+        assert fig.get_layout_engine() is None
+        assert _draws_per_png(fig) == 1
+        axes[0, 0].set_title("a longer title after the layout " * 3)
+        figure_png(fig)
+        assert [ax.get_position().bounds for ax in axes.flat] == laid_out  # frozen

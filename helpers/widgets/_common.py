@@ -6,11 +6,29 @@ import io
 from collections.abc import Callable
 
 import ipywidgets as widgets
+import matplotlib as mpl
 from IPython.display import Image, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["interactive_figure", "figure_png"]
+__all__ = ["interactive_figure", "figure_png", "freeze_layout", "drop_layout_engine"]
+
+
+def drop_layout_engine(fig: Figure) -> None:
+    """Remove ``fig``'s layout engine, so that ``figure_png`` draws it once. ``None``, not
+    ``"none"``: the "none" placeholder engine makes ``savefig`` run a second, non-rendering
+    pass over every artist before each PNG. The rc guard keeps ``None`` from falling back to
+    an engine that rcParams name."""
+    with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
+
+
+def freeze_layout(fig: Figure) -> None:
+    """Lay a freshly built ``fig`` out once with its engine (a draw without rendering), then
+    keep those positions (``drop_layout_engine``): a redraw after a slider move changes data
+    and text, not the layout, and skips the layout pass, which costs as much as the drawing."""
+    fig.draw_without_rendering()
+    drop_layout_engine(fig)
 
 
 def figure_png(fig: Figure) -> bytes:

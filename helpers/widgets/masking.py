@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import ipywidgets as widgets
-import matplotlib as mpl
 import numpy as np
 import torch
 from matplotlib.figure import Figure
@@ -19,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 from ..checks import check_floating, check_rank
 from ..masking import masked_softmax, valid_lens_to_mask
 from ..plotting import show_heatmaps, to_numpy
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = ["draw_masked_softmax", "valid_length_view", "demo_scores", "demo_views"]
 
@@ -81,12 +80,7 @@ def draw_masked_softmax(
         for ax in fig.axes[:B]:  # query and key indices are integers: no ticks at 0.5
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        # Lay out once, then freeze: updates change only data and titles, and the constrained
-        # layout solve would otherwise cost more than the rest of a redraw. None, not "none":
-        # "none" leaves a placeholder engine, and savefig then draws the figure twice.
-        fig.draw_without_rendering()
-        with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-            fig.set_layout_engine(None)
+        freeze_layout(fig)  # updates change only data and titles
         return fig
     hidden = ~np.broadcast_to(keep, weights.shape)
     for b, ax in enumerate(panels):

@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 
 from .. import toy
 from ..plotting import show_heatmaps
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = ["train_runs", "checkpoint_at", "draw_training", "training_view", "demo_views"]
 
@@ -143,16 +143,8 @@ def draw_training(
     fig.suptitle(f"{num_heads} head{'s' if num_heads > 1 else ''}, step {checkpoint.step}: "
                  f"accuracy previous {prev_acc:.2f}, next {next_acc:.2f}", fontsize="medium")
     if fresh:
-        _freeze_layout(fig)
+        freeze_layout(fig)
     return fig
-
-
-def _freeze_layout(fig: Figure) -> None:
-    """Lay the fresh figure out once (constrained layout), then keep those positions and drop
-    the engine: with no engine (the default rc), savefig draws once; with the "none"
-    placeholder engine it would lay out (draw) the figure a second time per PNG."""
-    fig.draw_without_rendering()
-    fig.set_layout_engine(None)
 
 
 def training_view(

@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..kernel_regression import KERNELS, RegressionData, make_regression_data, nadaraya_watson
 from ..plotting import to_numpy
-from ._common import interactive_figure
+from ._common import drop_layout_engine, interactive_figure
 
 __all__ = ["draw_nw", "nw_view", "demo_views"]
 
@@ -36,7 +36,7 @@ def _layout_nw(fig: Figure, data: RegressionData) -> None:
     x_test, y_truth = to_numpy(data.x_test), to_numpy(data.y_truth)
     fig.clear()
     fig.set_label(NW_LABEL)
-    fig.set_layout_engine("none")  # fixed margins: a layout engine would double every redraw
+    drop_layout_engine(fig)  # fixed margins below: no layout pass on a redraw
     ax_fit, ax_map = fig.subplots(1, 2, width_ratios=[1.25, 1], gridspec_kw=dict(
         left=0.06, right=0.93, bottom=0.14, top=0.9, wspace=0.2))
     ax_fit.plot(x_test, y_truth, color="#1f77b4", label="truth")

@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 
 from ..plotting import show_heatmaps, to_numpy
 from ..positional import sinusoidal_table
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = [
     "frequencies", "rotation_matrix", "rotate_pairs",
@@ -125,7 +125,7 @@ def draw_encoding(
         line.set_label(f"Col {col}")
     ax_curves.legend(loc="upper center", fontsize="small", ncols=min(len(cols), 4))
     if fresh:
-        _freeze_layout(fig)
+        freeze_layout(fig)
     return fig
 
 
@@ -224,7 +224,7 @@ def draw_rotation(
                  f"δ = {delta}: turn by δ·ω_j = {delta * omega:.3f} rad clockwise",
                  fontsize="medium")
     if fresh:
-        _freeze_layout(fig)
+        freeze_layout(fig)
     return fig
 
 
@@ -246,15 +246,6 @@ def rotation_view(
         j=widgets.IntSlider(value=j, min=0, max=num_hiddens // 2 - 1, description="pair j",
                             continuous_update=False),
     )
-
-
-def _freeze_layout(fig: Figure) -> None:
-    """Lay the freshly built figure out once (constrained layout), then keep those positions:
-    redraws after a slider move skip the layout pass, which costs as much as the drawing.
-    The engine is dropped (None with the default rc), not set to "none": savefig lays out
-    (draws) a figure that has any engine, the "none" placeholder included, a second time."""
-    fig.draw_without_rendering()
-    fig.set_layout_engine(None)
 
 
 def demo_views() -> dict[str, widgets.Widget]:

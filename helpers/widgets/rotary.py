@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from ..plotting import show_heatmaps, to_numpy
 from ..positional import sinusoidal_table
 from ..rotary import apply_rotary
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = [
     "shift_scores", "draw_shift", "shift_view", "wrapped_angles", "wavelengths",
@@ -121,7 +121,7 @@ def draw_shift(
     fig.suptitle(f"the same {num_positions} tokens at positions m, n = {shift} … "
                  f"{shift + num_positions - 1} (shift s = {shift})", fontsize="medium")
     if fresh:
-        _freeze_layout(fig)
+        freeze_layout(fig)
     return fig
 
 
@@ -230,7 +230,7 @@ def draw_frequencies(
     ax_waves.set_title(f"{wrap} of {size // 2} pairs turn fully in {train_length} positions",
                        fontsize="medium")
     if fresh:
-        _freeze_layout(fig)
+        freeze_layout(fig)
     return fig
 
 
@@ -250,14 +250,6 @@ def frequency_view(
                                     description="base", readout_format=",.0f",
                                     continuous_update=False),
     )
-
-
-def _freeze_layout(fig: Figure) -> None:
-    """Lay the freshly built figure out once (constrained layout), then keep those positions:
-    redraws after a slider move skip the layout pass, which costs as much as the drawing."""
-    fig.draw_without_rendering()
-    fig.set_layout_engine(None)  # no engine at all ("none" keeps a placeholder that makes
-    # savefig lay the figure out again before every PNG)
 
 
 def demo_views() -> dict[str, widgets.Widget]:

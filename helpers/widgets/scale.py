@@ -23,20 +23,13 @@ from ..tiling import (
     SKIPPED, OnlineSoftmax, online_softmax_result, online_softmax_start, online_softmax_update,
     tile_flops, tile_kinds,
 )
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = [
     "example_row", "online_trace", "draw_online", "online_view",
     "BLOCK_CHOICES", "tile_map", "draw_tiles", "tiles_view",
     "KV_HEAD_CHOICES", "MODEL", "cache_bytes_per_token", "draw_gqa", "gqa_view", "demo_views",
 ]
-
-
-def _freeze_layout(fig: Figure) -> None:
-    """Lay the new figure out once (constrained layout), then keep those positions: redraws
-    after a slider move skip the layout pass."""
-    fig.draw_without_rendering()
-    fig.set_layout_engine("none")
 
 
 # ------------------------------------------------------------------ 1. the online softmax
@@ -137,7 +130,7 @@ def draw_online(
     if fig.get_label() != ONLINE_LABEL or getattr(fig, "_scale_key", None) != key:
         _layout_online(fig, scores.numpy(), exact, sums, outputs, block_size)
         fig._scale_key = key
-        _freeze_layout(fig)
+        freeze_layout(fig)
     ax_scores, ax_sum, ax_out = fig.axes
     seen = min(step * block_size, num_keys)
     ax_scores.collections[0].set_colors(["C0"] * seen + ["lightgrey"] * (num_keys - seen))
@@ -238,7 +231,7 @@ def draw_tiles(
     if fig.get_label() != TILES_LABEL or getattr(fig, "_scale_key", None) != (num_queries, num_keys):
         _layout_tiles(fig, num_queries, num_keys)
         fig._scale_key = (num_queries, num_keys)
-        _freeze_layout(fig)
+        freeze_layout(fig)
     ax, bars = fig.axes
     ax.images[0].set_data(np.ma.masked_invalid(data))
     borders = [[(x - 0.5, -0.5), (x - 0.5, num_queries - 0.5)] for x in range(block_size, num_keys, block_size)]
@@ -336,7 +329,7 @@ def draw_gqa(kv_heads: int = 8, *, fig: Figure | None = None) -> Figure:
         fig = Figure(figsize=(10.0, 3.6))
     if fig.get_label() != GQA_LABEL:
         _layout_gqa(fig, heads)
-        _freeze_layout(fig)
+        freeze_layout(fig)
     ax, lines = fig.axes
     group = heads // kv_heads  # query heads per K/V head
     kv_of = np.arange(heads) // group  # (H,): the K/V head each query head reads

@@ -16,7 +16,6 @@ import functools
 import math
 
 import ipywidgets as widgets
-import matplotlib as mpl
 import numpy as np
 import torch
 from matplotlib.figure import Figure
@@ -25,7 +24,7 @@ from matplotlib.transforms import ScaledTranslation
 
 from ..attention import AdditiveAttention
 from ..plotting import to_numpy
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = [
     "scaling_inputs", "scaling_weights", "draw_scaling", "scaling_view",
@@ -71,15 +70,6 @@ def scaling_weights(queries: torch.Tensor, keys: torch.Tensor, scaled: bool = Tr
 def _entropy(weights: torch.Tensor) -> torch.Tensor:
     """Entropy in nats of each row of weights (..., Q, K) → (..., Q); 0·log 0 counts as 0."""
     return -(weights * torch.log(weights.clamp_min(torch.finfo(weights.dtype).tiny))).sum(-1)
-
-
-def _freeze_layout(fig: Figure) -> None:
-    """Run the constrained layout once, then keep the positions: slider moves change data and
-    titles, not the layout. ``set_layout_engine(None)`` (not ``"none"``, which leaves a
-    placeholder engine) removes the engine, so that ``savefig`` draws the figure once, not twice."""
-    fig.draw_without_rendering()  # runs the layout engine
-    with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-        fig.set_layout_engine(None)
 
 
 def _layout_scaling(fig: Figure, num_queries: int, num_keys: int) -> None:
@@ -133,7 +123,7 @@ def draw_scaling(
     ax_bar.set_title(f"mean entropy {_entropy(weights).mean().item():.2f} nats\n"
                      f"(uniform: {math.log(num_keys):.2f})", fontsize="medium")
     if fresh:
-        _freeze_layout(fig)
+        freeze_layout(fig)
     return fig
 
 
@@ -422,7 +412,7 @@ def draw_hidden_size(num_hiddens: int, *, seed: int = 0, fig: Figure | None = No
             label.set_text(str(rank))
     fig.suptitle(_hidden_size_title(num_hiddens, data["alike"]))
     if fresh:
-        _freeze_layout(fig)
+        freeze_layout(fig)
     return fig
 
 

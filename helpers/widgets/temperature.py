@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..checks import check_floating, check_rank
 from ..plotting import show_heatmaps, to_numpy
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = ["temperature_weights", "entropy", "draw_temperature", "temperature_view",
            "demo_scores", "demo_views"]
@@ -136,8 +136,7 @@ def draw_temperature(
     ax_map.set_title(f"softmax(scores / τ), τ = {float(temperature):.3g}", fontsize="medium")
     ax_bar.set_title(f"entropy per query: mean {ent.mean():.2f}", fontsize="medium")
     if fresh:
-        fig.draw_without_rendering()  # lay out once, then keep the positions: a redraw after
-        fig.set_layout_engine("none")  # a slider move skips the layout pass
+        freeze_layout(fig)  # lay out once; a redraw after a slider move skips the layout
     return fig
 
 

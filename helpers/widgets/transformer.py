@@ -20,7 +20,7 @@ from matplotlib.patches import Rectangle
 from .. import induction
 from ..masking import causal_mask
 from ..plotting import MASKED_COLOR, show_heatmaps
-from ._common import interactive_figure
+from ._common import freeze_layout, interactive_figure
 
 __all__ = [
     "SENTENCE", "averaging_weights", "draw_causal", "causal_view", "draw_explorer",
@@ -94,13 +94,8 @@ def _freeze_layout(fig: Figure) -> None:
     shared axes), which costs more than drawing them. Afterwards a tick changes only data and
     text (``title.set_text``).
 
-    The engine is set to None, not "none": "none" leaves a placeholder engine, and ``savefig``
-    then runs one more (non-rendering) pass over every artist before the real one, which for
-    a figure with many labels costs almost as much as drawing it."""
-    fig.draw_without_rendering()
-    fig.set_layout_engine(None)
-    if fig.get_layout_engine() is not None:  # the rcParams ask for an engine by default
-        fig.set_layout_engine("none")
+    (``freeze_layout`` explains why the engine is dropped, not set to "none".)"""
+    freeze_layout(fig)
     for ax in fig.axes:
         if ax.get_title():
             ax.set_title(ax.get_title(), y=1.0, fontsize=ax.title.get_fontsize())
