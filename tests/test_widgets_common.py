@@ -91,14 +91,14 @@ def test_freeze_layout_keeps_positions_and_draws_each_png_once():
     placeholder.draw_without_rendering()
     placeholder.set_layout_engine("none")  # what the views used to do
     assert _draws_per_png(placeholder) == 2  # savefig's extra pass: the cost freeze_layout removes
-    with mpl.rc_context({"figure.constrained_layout.use": True}):  # rc asking for an engine
-        fig = Figure(layout="constrained")
-        axes = fig.subplots(2, 2)
-        fig.suptitle("a title the layout makes room for")
-        freeze_layout(fig)
-        laid_out = [ax.get_position().bounds for ax in axes.flat]
-        assert fig.get_layout_engine() is None
-        assert _draws_per_png(fig) == 1
-        axes[0, 0].set_title("a longer title after the layout " * 3)
-        figure_png(fig)
-        assert [ax.get_position().bounds for ax in axes.flat] == laid_out  # frozen
+    fig = Figure(layout="constrained")
+    axes = fig.subplots(2, 2)
+    fig.suptitle("a title the layout makes room for")
+    with mpl.rc_context({"figure.constrained_layout.use": True}):  # rc asking for an engine:
+        freeze_layout(fig)  # None must still mean none
+    assert fig.get_layout_engine() is None
+    laid_out = [ax.get_position().bounds for ax in axes.flat]
+    assert _draws_per_png(fig) == 1
+    axes[0, 0].set_title("a longer title after the layout " * 3)
+    figure_png(fig)
+    assert [ax.get_position().bounds for ax in axes.flat] == laid_out  # frozen
