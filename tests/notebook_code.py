@@ -44,3 +44,21 @@ def notebook_namespace(name: str, wanted: set[str], namespace: dict | None = Non
     missing = wanted - found
     assert not missing, f"{name} defines no top-level {sorted(missing)}"
     return ns
+
+
+def notebook_functions(name: str, namespace: dict | None = None) -> dict:
+    """Execute every top-level import and ``def`` of ``notebooks/<name>`` (the exercise checks
+    and the helper functions they call), except the Solutions' ``solution_*``; nothing else
+    runs. ``namespace`` pre-sets names the functions read (e.g. ``h``, ``device``)."""
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    ns: dict = {"__name__": "notebook_under_test"} | (namespace or {})
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        keep = [node for node in ast.parse(source).body
+                if isinstance(node, (ast.Import, ast.ImportFrom))
+                or isinstance(node, ast.FunctionDef) and not node.name.startswith("solution_")]
+        exec(compile(ast.Module(body=keep, type_ignores=[]), name, "exec"), ns)
+    return ns

@@ -1,0 +1,60 @@
+"""The exercise checks of notebook 04, called without a kernel: each must refuse wrong or
+wrongly typed answers (saying what was expected, never raising) and accept right ones."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import helpers as h
+from helpers.widgets import scoring
+from tests.notebook_code import notebook_functions
+
+NOTEBOOK = "04_scoring_functions.ipynb"
+
+
+@pytest.fixture(scope="module")
+def checks() -> dict:
+    return notebook_functions(NOTEBOOK, {"h": h, "torch": torch, "math": math, "scoring": scoring, "device": "cpu"})
+
+
+WRONG_ANSWERS = {
+    "check_1": ["ten", [1, 2, 3], {"a": 1}, torch.zeros(2, 2), [10.0, 11.0, 12.0, 14.0], object()],
+    "check_2": ["48", [48], {}, -3, 0, 47, float("nan"), torch.zeros(3)],
+    "check_3": ["184", 184.0, 184.5, True, [184], 183, torch.tensor([1, 2])],
+    "check_4": [42, "f", lambda q, k, W: 1 / 0, lambda q, k, W: "scores",
+                lambda q, k, W: torch.zeros(3, 4), lambda q, k, W: q @ W @ k.transpose(1, 2) + 1,
+                lambda q, k: q],
+}
+RIGHT_ANSWERS = {
+    "check_1": [torch.tensor([10.0, 11.0, 12.0, 13.0]), [10, 11, 12, 13]],
+    "check_2": [48, 48.0, torch.tensor(48.0)],
+    "check_3": [184, np.int64(184)],
+    "check_4": [lambda q, k, W: q @ W @ k.transpose(1, 2),
+                lambda q, k, W: torch.einsum("bqi,ij,bkj->bqk", q, W, k)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_ANSWERS))
+def test_notebook_checks_reject_wrong_answers_without_crashing(checks, name):
+    check = checks[name]
+    assert check(None) == "not answered yet"
+    for answer in WRONG_ANSWERS[name]:
+        verdict = check(answer)  # must not raise, whatever the reader typed
+        assert isinstance(verdict, str) and verdict.startswith("not quite"), (answer, verdict)
+    wrong_type = check("text")
+    assert re.search(r"expected", wrong_type), wrong_type  # says what was expected
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_ANSWERS))
+def test_notebook_checks_accept_right_answers(checks, name):
+    for answer in RIGHT_ANSWERS[name]:
+        assert checks[name](answer).startswith("correct"), answer
+
+
+def test_every_checked_exercise_is_covered_here(checks):
+    assert {n for n in checks if re.fullmatch(r"check_\d+", n)} == set(WRONG_ANSWERS)
