@@ -74,15 +74,19 @@ def unseen_rows(hidden: torch.Tensor) -> torch.Tensor:
 def attend(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, hidden: torch.Tensor | None,
     empty: torch.Tensor | None, *, dropout_p: float, need_weights: bool, is_causal: bool = False,
+    clean: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``scaled_dot_product`` without the checks, for the helpers' own callers. ``hidden`` is
     the inverse mask (True = masked *out*, as ``lens_hidden`` builds it); ``empty`` marks
     (..., Q, 1) rows where no key takes part (None: there are none). ``is_causal`` (only with
     Q = K, ``hidden`` None and no weights) hands SDPA its own causal flag, so that the fused
-    kernels that take no mask (flash attention on a GPU) can run."""
+    kernels that take no mask (flash attention on a GPU) can run. ``clean``: the caller vouches
+    that no key or value row hidden from every query can hold NaN or inf (it zeroed them, or
+    there are none, as with no valid lengths), so the copies that zero them are skipped."""
     if is_causal and (need_weights or hidden is not None or queries.shape[-2] != keys.shape[-2]):
         raise ValueError("is_causal needs Q = K, no other mask and need_weights=False")
-    if hidden is not None:  # a weight of exactly 0 does not stop NaN or inf (0 · NaN = NaN), so
+    clean = clean or hidden is None
+    if not clean:  # a weight of exactly 0 does not stop NaN or inf (0 · NaN = NaN), so
         unseen = unseen_rows(hidden)  # the rows that no query may see, (..., K, 1), become 0
         values = torch.where(unseen, 0.0, values)  # new tensor
     if need_weights:
@@ -92,8 +96,9 @@ def attend(
         dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
         return dropped @ values, weights  # (..., Q, V)
     mask = None
-    if hidden is not None:
+    if not clean:
         keys = torch.where(unseen, 0.0, keys)  # SDPA adds -inf to a NaN score: it stays NaN
+    if hidden is not None:
         mask = ~hidden if hidden.dim() > 1 else ~hidden[None]  # True = takes part; SDPA wants (Q, K)
     if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:  # broadcast them first:
         lead = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
@@ -141,7 +146,7 @@ class DotProductAttention(nn.Module):
         p = self.dropout.p if self.training else 0.0
         out, self.attention_weights = attend(
             queries, keys, values, hidden, empty, dropout_p=p, need_weights=need_weights,
-            is_causal=is_causal)
+            is_causal=is_causal, clean=valid_lens is None)  # the causal mask hides no key from all
         return out
 
 

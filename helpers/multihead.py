@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import attend, check_qkv
+from .attention import attend, check_qkv, unseen_rows
 from .checks import (
     check_bool, check_like, check_positive_int, check_probability, check_rank, check_real,
     check_size,
@@ -109,27 +109,33 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and not isinstance(cache, KVCache):
             raise ValueError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         B, Q, _ = queries.shape
-        q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
-        k = transpose_qkv(self.W_k(keys), self.num_heads)  # (B, H, K_new, N/H)
-        v = transpose_qkv(self.W_v(values), self.num_heads)  # (B, H, K_new, N/H)
         start = 0 if cache is None else cache.length  # positions continue after the cache
+        K = start + keys.shape[1]
+        is_causal = causal and valid_lens is None and Q == K and not need_weights
+        hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
+                                         causal=causal and not is_causal)
+        k_new, v_new = self.W_k(keys), self.W_v(values)  # (B, K_new, N): new tensors, ours
+        clean = valid_lens is None or cache is None  # (the causal mask hides no key from all)
+        if valid_lens is not None and cache is None:  # keys and values that no query may see
+            unseen = unseen_rows(hidden)  # (B, K, 1) become 0, in place: 0 · NaN would be NaN
+            k_new.masked_fill_(unseen, 0.0)
+            v_new.masked_fill_(unseen, 0.0)
+        q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
+        k = transpose_qkv(k_new, self.num_heads)  # (B, H, K_new, N/H)
+        v = transpose_qkv(v_new, self.num_heads)  # (B, H, K_new, N/H)
         if self.rotary:
             positions = torch.arange(start, start + max(Q, k.shape[-2]), device=q.device)
             q = apply_rotary(q, positions[:Q], base=self.rotary_base)
             k = apply_rotary(k, positions[: k.shape[-2]], base=self.rotary_base)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H, K, N/H): the cached keys, then the new ones
-        K = k.shape[-2]
-        is_causal = causal and valid_lens is None and Q == K and not need_weights
-        hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
-                                         causal=causal and not is_causal)
         if hidden is not None and hidden.dim() == 3:  # (B, 1 or Q, K): the same for every head
             hidden = hidden.unsqueeze(1)  # (B, 1, 1 or Q, K)
             empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         p = self.dropout if self.training else 0.0
         out, self.attention_weights = attend(
             q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
-            is_causal=is_causal)  # (B, H, Q, N/H)
+            is_causal=is_causal, clean=clean)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)
 
 

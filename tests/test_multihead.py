@@ -187,3 +187,34 @@ def test_numpy_sizes_are_accepted():
     mha = MultiHeadAttention(np.int64(8), np.int64(2), key_size=np.int64(5), dropout=np.float32(0.25))
     assert mha.W_k.in_features == 5 and mha.num_heads == 2 and mha.dropout == 0.25
     assert mha(torch.randn(1, 2, 8), torch.randn(1, 3, 5), torch.randn(1, 3, 8)).shape == (1, 2, 8)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_gradcheck_with_lengths_on_both_paths(need_weights):
+    """The rows no query may see are zeroed in place in the projections: autograd still holds."""
+    torch.manual_seed(4)
+    mha = MultiHeadAttention(8, 2, bias=True).double()
+    q, k, v = (torch.randn(2, n, 8, dtype=torch.double, requires_grad=True) for n in (3, 5, 5))
+    lens = torch.tensor([2, 5])
+    assert torch.autograd.gradcheck(
+        lambda a, b, c: mha(a, b, c, lens, need_weights=need_weights), (q, k, v))
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_unseen_rows_stay_harmless_with_a_cache(need_weights):
+    """With a KV cache the projections are not cleaned in place (the cache holds earlier keys):
+    the generic zeroing in attend must still keep NaN in padded rows out of the output."""
+    from helpers import KVCache
+
+    torch.manual_seed(5)
+    mha = MultiHeadAttention(8, 2).eval()
+    x = torch.randn(1, 4, 8)
+    dirty = x.clone()
+    dirty[0, 3] = float("nan")  # the last key and value: past the valid length 3
+    cache = KVCache()
+    mha(x[:, :2], x[:, :2], x[:, :2], cache=cache)  # two tokens cached
+    out = mha(x[:, 2:], dirty[:, 2:], dirty[:, 2:], torch.tensor([3]), cache=cache,
+              need_weights=need_weights)
+    expected = mha(x[:, 2:], x[:, :3], x[:, :3])  # the same queries over the three valid keys
+    assert not out.isnan().any()
+    torch.testing.assert_close(out, expected)
