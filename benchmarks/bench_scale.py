@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from helpers import DecoderLM, generate, tiled_attention
 from helpers.tiling import peak_bytes
 
+from .bench_attention import Case  # (B, H, L, D), shared with the attention benchmark
 from .common import Col, Config, Table, compare, verdict
 
 __all__ = ["Case", "GenCase", "DEFAULT_CASES", "QUICK_CASES", "CUDA_CASES", "naive_attention",
@@ -33,18 +34,6 @@ TARGET_MEMORY = 0.25  # tiled peak ÷ naive peak, once L ≥ 4·b
 TARGET_CACHE = 1.00  # time with the cache ÷ time without
 BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 _SHORT = {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "MATH": "math"}
-
-
-@dataclass(frozen=True)
-class Case:
-    B: int
-    H: int
-    L: int
-    D: int
-
-    @property
-    def label(self) -> str:
-        return f"B={self.B} H={self.H} L={self.L} D={self.D}"
 
 
 @dataclass(frozen=True)
