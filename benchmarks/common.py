@@ -91,9 +91,10 @@ def compare(
 
     Each function first runs ``warmup`` times. With ``min_sample_s`` > 0 one more call measures
     it and sets how many calls make one sample (so that a 20 µs call is timed over ~10 ms,
-    above timer noise). Then the ``repeats`` samples are taken round-robin — A, B, C, A, B, C —
-    so that a noisy neighbour or a clock change hits every function alike and the ratios
-    stay fair. ``sync`` runs before and after each sample (``torch.cuda.synchronize``).
+    above timer noise). Then the ``repeats`` samples are taken round-robin, the order rotated
+    each round — A, B, C, then B, C, A, then C, A, B — so that a noisy neighbour or a clock
+    change hits every function alike, and no function always runs right after the same one
+    (whose freed memory the allocator hands back, or not): the ratios stay fair. ``sync`` runs before and after each sample (``torch.cuda.synchronize``).
     ``outputs``, when given, receives each function's first result (for correctness checks
     without an extra call, which matters when one call takes seconds).
     """
@@ -118,8 +119,9 @@ def compare(
             del result
             numbers[name] = max(1, min(max_number, math.ceil(min_sample_s / max(one, 1e-9))))
     samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    order = list(fns.items())
+    for r in range(repeats):
+        for name, fn in order[r % len(order):] + order[: r % len(order)]:  # rotated each round
             n = numbers[name]
             sync()
             t0 = time.perf_counter()

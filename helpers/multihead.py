@@ -114,13 +114,14 @@ class MultiHeadAttention(nn.Module):
         is_causal = causal and valid_lens is None and Q == K and not need_weights
         hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
                                          causal=causal and not is_causal)
+        q_all = self.W_q(queries)  # (B, Q, N)
         k_new, v_new = self.W_k(keys), self.W_v(values)  # (B, K_new, N): new tensors, ours
         clean = valid_lens is None or cache is None  # (the causal mask hides no key from all)
         if valid_lens is not None and cache is None:  # keys and values that no query may see
             unseen = unseen_rows(hidden)  # (B, K, 1) become 0, in place: 0 · NaN would be NaN
             k_new.masked_fill_(unseen, 0.0)
             v_new.masked_fill_(unseen, 0.0)
-        q = transpose_qkv(self.W_q(queries), self.num_heads)  # (B, H, Q, N/H)
+        q = transpose_qkv(q_all, self.num_heads)  # (B, H, Q, N/H)
         k = transpose_qkv(k_new, self.num_heads)  # (B, H, K_new, N/H)
         v = transpose_qkv(v_new, self.num_heads)  # (B, H, K_new, N/H)
         if self.rotary:
