@@ -16,7 +16,7 @@ from torch import nn
 
 from .checks import (
     broadcast_shape, check_bool, check_floating, check_like, check_mask, check_positive_int,
-    check_probability, check_rank, check_size,
+    check_probability, check_qk_size, check_rank, check_size,
 )
 from .masking import ValidLens, attention_hidden, empty_rows, softmax_owned
 
@@ -44,10 +44,8 @@ def scaled_dot_product(
         check_floating(name, t)
     check_like("keys", keys, "queries", queries)
     check_like("values", values, "queries", queries)
-    check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
+    check_qk_size(queries, keys)
     check_size("number of values (K, one per key)", keys.shape[-2], values.shape[-2])
-    if queries.shape[-1] == 0:
-        raise ValueError("feature size D of queries and keys must be at least 1, got 0")
     batch = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
     if batch is None:
         raise ValueError(
@@ -204,6 +202,4 @@ def check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
     check_size("batch size of values (B)", queries.shape[0], values.shape[0])
     check_size("number of values (K, one per key)", keys.shape[1], values.shape[1])
     if same_qk_size:
-        check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
-        if queries.shape[-1] == 0:
-            raise ValueError("feature size D of queries and keys must be at least 1, got 0")
+        check_qk_size(queries, keys)

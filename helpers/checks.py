@@ -16,7 +16,8 @@ import torch
 __all__ = [
     "broadcast_shape",
     "check_rank", "check_size", "check_floating", "check_int", "check_positive_int", "check_seed",
-    "check_real", "check_probability", "check_bool", "check_like", "check_mask", "as_device",
+    "check_real", "check_probability", "check_bool", "check_like", "check_qk_size", "check_mask",
+    "as_device",
 ]
 
 
@@ -97,6 +98,14 @@ def check_like(name: str, x: torch.Tensor, ref_name: str, ref: torch.Tensor) -> 
     if x.dtype != ref.dtype or x.device != ref.device:
         raise ValueError(f"{name} must have the dtype and device of {ref_name} "
                          f"({ref.dtype} on {ref.device}), got {x.dtype} on {x.device}")
+
+
+def check_qk_size(queries: torch.Tensor, keys: torch.Tensor) -> None:
+    """Raise unless queries (..., Q, D) and keys (..., K, D) share one feature size D ≥ 1
+    (the scores q·k/√D need it)."""
+    check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
+    if queries.shape[-1] == 0:
+        raise ValueError("feature size D of queries and keys must be at least 1, got 0")
 
 
 def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:

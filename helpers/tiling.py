@@ -19,7 +19,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .checks import broadcast_shape, check_bool, check_floating, check_positive_int, check_size
+from .checks import (
+    broadcast_shape, check_bool, check_floating, check_like, check_positive_int, check_qk_size,
+    check_size,
+)
 
 __all__ = [
     "OnlineSoftmax", "online_softmax_start", "online_softmax_update", "online_softmax_result",
@@ -145,7 +148,9 @@ def _check_inputs(queries: object, keys: object, values: object, block_size: obj
     if not queries.dtype == keys.dtype == values.dtype:
         raise ValueError(f"queries, keys and values must share one dtype, got {queries.dtype}, "
                          f"{keys.dtype} and {values.dtype}")
-    check_size("feature size of keys (D, same as queries)", queries.shape[-1], keys.shape[-1])
+    check_like("keys", keys, "queries", queries)  # (the dtypes agree: this checks the device)
+    check_like("values", values, "queries", queries)
+    check_qk_size(queries, keys)
     check_size("number of values (K, one per key)", keys.shape[-2], values.shape[-2])
     if broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2]) is None:
         raise ValueError(

@@ -149,6 +149,11 @@ def test_bad_inputs_name_expected_and_actual():
         tiled_attention(q, k.double(), v)
     with pytest.raises(ValueError, match=r"leading dims must broadcast: queries \(2, 5, 4\), keys \(3, 7, 4\)"):
         tiled_attention(q, torch.zeros(3, 7, 4), torch.zeros(3, 7, 3))
+    with pytest.raises(ValueError, match=r"feature size D of queries and keys must be at least 1, got 0"):
+        tiled_attention(q[..., :0], k[..., :0], v)  # was a raw ZeroDivisionError (1/√0)
+    with pytest.raises(ValueError, match=r"keys must have the dtype and device of queries "
+                                         r"\(torch.float32 on cpu\), got torch.float32 on meta"):
+        tiled_attention(q, k.to("meta"), v)  # was PyTorch's raw RuntimeError
 
 
 def test_exported_from_helpers():
