@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
-from .checks import check_seed
+from .checks import check_positive_int, check_seed
 
-__all__ = ["get_device", "set_seed"]
+__all__ = ["get_device", "set_seed", "cpu_threads"]
 
 
 def get_device() -> torch.device:
@@ -31,3 +33,19 @@ def set_seed(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+@contextmanager
+def cpu_threads(num_threads: int | None) -> Iterator[None]:
+    """Run the block with PyTorch's CPU thread count set to ``num_threads`` (None: left as it
+    is), and restore the previous count afterwards, even on an error. Tensors as small as the
+    notebooks' train several times faster on one thread than on many."""
+    if num_threads is not None:
+        num_threads = check_positive_int("num_threads", num_threads)
+    previous = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .checks import check_positive_int, check_rank, check_size
+from .device import cpu_threads
 from .transformer import DecoderLM
 
 __all__ = [
@@ -290,10 +291,7 @@ def train_with_checkpoints(
         checkpoints.append(step)
         model.train()
 
-    previous_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with cpu_threads(threads):
         for step in range(steps):
             if step % every == 0:
                 record(step)
@@ -304,8 +302,6 @@ def train_with_checkpoints(
             optimizer.step()
             train_loss.append(loss.item())
         record(steps)
-    finally:
-        torch.set_num_threads(previous_threads)
     model.eval()
     losses, accs, prev, ind, ex = zip(*records)
     return TrainingRun(

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_positive_int, check_real, check_seed
+from .device import cpu_threads
 
 __all__ = ["IGNORE", "make_batch", "train", "accuracy_by_position"]
 
@@ -67,22 +68,21 @@ def train(
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
     try:
         model.train()
-        for _ in range(steps):
-            tokens, targets = make_batch(batch_size, length, vocab_size=vocab_size, offset=offset,
-                                         generator=generator, device=device)  # (B, T) each
-            logits = model(tokens, need_weights=False)  # (B, T, V)
-            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
+        with cpu_threads(1 if device.type == "cpu" else None):
+            for _ in range(steps):
+                tokens, targets = make_batch(batch_size, length, vocab_size=vocab_size,
+                                             offset=offset, generator=generator,
+                                             device=device)  # (B, T) each
+                logits = model(tokens, need_weights=False)  # (B, T, V)
+                loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(),
+                                       ignore_index=IGNORE)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
     finally:
-        torch.set_num_threads(threads)
         model.eval()
     return losses
 
@@ -102,14 +102,12 @@ def accuracy_by_position(
                                  offset=offset, generator=torch.Generator().manual_seed(
                                      check_seed(seed)),
                                  device=next(model.parameters()).device)
-    was_training, threads = model.training, torch.get_num_threads()
+    was_training = model.training
     model.eval()
-    if tokens.device.type == "cpu":
-        torch.set_num_threads(1)  # as in train: faster for tensors this small
     try:
-        predictions = model(tokens, need_weights=False).argmax(dim=-1)  # (B, T)
+        with cpu_threads(1 if tokens.device.type == "cpu" else None):  # as in train
+            predictions = model(tokens, need_weights=False).argmax(dim=-1)  # (B, T)
     finally:
-        torch.set_num_threads(threads)
         model.train(was_training)
     correct = (predictions == targets)[:, offset:]  # (B, T - offset)
     return correct.double().mean(dim=0).cpu()

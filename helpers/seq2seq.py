@@ -27,6 +27,7 @@ from torch import nn
 
 from .attention import AdditiveAttention
 from .checks import check_positive_int, check_rank, check_size
+from .device import cpu_threads
 
 __all__ = [
     "PAD", "BOS", "EOS", "Vocab", "SRC_VOCAB", "TGT_VOCAB", "FORMATS",
@@ -528,46 +529,33 @@ def train_seq2seq(
     _check_int("seed", seed)
     if print_every is not None:
         check_positive_int("print_every", print_every)
-    if num_threads is not None:
-        check_positive_int("num_threads", num_threads)
-    if num_threads is None:
-        return _train(model, data, steps, batch_size, lr, seed, print_every, callback)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
-        return _train(model, data, steps, batch_size, lr, seed, print_every, callback)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _train(model: Seq2Seq, data: DateData, steps: int, batch_size: int, lr: float, seed: int,
-           print_every: int | None, callback: Callable[[int, float], None] | None) -> list[float]:
-    device = next(model.parameters()).device
-    gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    losses: list[float] = []
-    start = time.perf_counter()
-    for step in range(1, steps + 1):
-        idx = torch.randint(len(data.texts), (batch_size,), generator=gen)
-        src, lens, tgt = data.src[idx], data.src_lens[idx], data.tgt[idx]
-        width = int(lens.max())
-        src, lens, tgt = src[:, :width].to(device), lens.to(device), tgt.to(device)
-        logits, _ = model(src, lens, shift_right(tgt))  # (B, S, C)
-        loss = F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=TGT_VOCAB.pad)
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        if callback is not None:
-            callback(step, losses[-1])
-        if print_every and step % print_every == 0:
-            recent = sum(losses[-print_every:]) / len(losses[-print_every:])
-            took = time.perf_counter() - start
-            print(f"step {step:4d}/{steps}  loss {recent:.2f}  ({took:.1f} s)")
-    model.eval()
-    return losses
+    with cpu_threads(num_threads):  # (checked there)
+        device = next(model.parameters()).device
+        gen = torch.Generator().manual_seed(seed)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        model.train()
+        losses: list[float] = []
+        start = time.perf_counter()
+        for step in range(1, steps + 1):
+            idx = torch.randint(len(data.texts), (batch_size,), generator=gen)
+            src, lens, tgt = data.src[idx], data.src_lens[idx], data.tgt[idx]
+            width = int(lens.max())
+            src, lens, tgt = src[:, :width].to(device), lens.to(device), tgt.to(device)
+            logits, _ = model(src, lens, shift_right(tgt))  # (B, S, C)
+            loss = F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=TGT_VOCAB.pad)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(loss.item())
+            if callback is not None:
+                callback(step, losses[-1])
+            if print_every and step % print_every == 0:
+                recent = sum(losses[-print_every:]) / len(losses[-print_every:])
+                took = time.perf_counter() - start
+                print(f"step {step:4d}/{steps}  loss {recent:.2f}  ({took:.1f} s)")
+        model.eval()
+        return losses
 
 
 @torch.no_grad()

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_positive_int, check_rank
+from .device import cpu_threads
 from .multihead import MultiHeadAttention
 from .positional import PositionalEncoding
 
@@ -195,10 +196,7 @@ def train(
         run.checkpoints.append(Checkpoint(step, weights, accuracy(model, *held_out)))
         model.train()
 
-    threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
+    with cpu_threads(num_threads):
         checkpoint(0)
         for step in range(1, steps + 1):
             tokens, targets = make_batch(batch_size, generator=gen, device=device)
@@ -210,7 +208,5 @@ def train(
             run.losses.append(loss.item())
             if step % every == 0 or step == steps:
                 checkpoint(step)
-    finally:
-        torch.set_num_threads(threads)
     model.eval()
     return run
