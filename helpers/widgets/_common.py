@@ -11,7 +11,7 @@ from IPython.display import Image, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["interactive_figure", "figure_png", "freeze_layout", "drop_layout_engine"]
+__all__ = ["interactive_figure", "figure_png", "start_figure", "freeze_layout", "drop_layout_engine"]
 
 
 def drop_layout_engine(fig: Figure) -> None:
@@ -21,6 +21,19 @@ def drop_layout_engine(fig: Figure) -> None:
     an engine that rcParams name."""
     with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
         fig.set_layout_engine(None)
+
+
+def start_figure(fig: Figure, label: str, *, fixed_layout: bool = False) -> Figure:
+    """Clear ``fig`` for a view to (re)build its artists in: give it the view's ``label`` (how
+    the tests and the browser test find it) and constrained layout, or, with ``fixed_layout``,
+    no layout engine (the view sets its own margins: no layout pass on a redraw)."""
+    fig.clear()
+    fig.set_label(label)
+    if fixed_layout:
+        drop_layout_engine(fig)
+    else:
+        fig.set_layout_engine("constrained")
+    return fig
 
 
 def freeze_layout(fig: Figure) -> None:

@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 
 from .. import toy
 from ..plotting import show_heatmaps
-from ._common import freeze_layout, interactive_figure
+from ._common import freeze_layout, interactive_figure, start_figure
 
 __all__ = ["train_runs", "checkpoint_at", "draw_training", "training_view", "demo_views"]
 
@@ -57,9 +57,7 @@ def _tick_labels(example) -> list[str]:
 
 def _layout(fig: Figure, runs: Mapping[int, toy.Run]) -> None:
     """Build the figure once: max(H) heatmaps (0–1) on the left, accuracy curves on the right."""
-    fig.clear()
-    fig.set_label(TRAINING_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, TRAINING_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.9, 1])
     first = next(iter(runs.values()))
     H = max(runs)

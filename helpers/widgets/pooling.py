@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..kernel_regression import KERNELS, RegressionData, make_regression_data, nadaraya_watson
 from ..plotting import to_numpy
-from ._common import drop_layout_engine, interactive_figure
+from ._common import interactive_figure, start_figure
 
 __all__ = ["draw_nw", "nw_view", "demo_views"]
 
@@ -34,9 +34,7 @@ def _layout_nw(fig: Figure, data: RegressionData) -> None:
     """(Re)build the artists: truth, prediction and training points left; the heatmap right."""
     x_train, y_train = to_numpy(data.x_train), to_numpy(data.y_train)
     x_test, y_truth = to_numpy(data.x_test), to_numpy(data.y_truth)
-    fig.clear()
-    fig.set_label(NW_LABEL)
-    drop_layout_engine(fig)  # fixed margins below: no layout pass on a redraw
+    start_figure(fig, NW_LABEL, fixed_layout=True)  # margins set below
     ax_fit, ax_map = fig.subplots(1, 2, width_ratios=[1.25, 1], gridspec_kw=dict(
         left=0.06, right=0.93, bottom=0.14, top=0.9, wspace=0.2))
     ax_fit.plot(x_test, y_truth, color="#1f77b4", label="truth")

@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 
 from ..plotting import show_heatmaps, to_numpy
 from ..positional import sinusoidal_table
-from ._common import freeze_layout, interactive_figure
+from ._common import freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "frequencies", "rotation_matrix", "rotate_pairs",
@@ -78,9 +78,7 @@ def _encoding_parts(fig: Figure, num_positions: int, count: int):
 
 
 def _layout_encoding(fig: Figure, P: np.ndarray, count: int) -> None:
-    fig.clear()
-    fig.set_label(ENCODING_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, ENCODING_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.15, 1])
     show_heatmaps(P, xlabel=XLABEL, ylabel=YLABEL, cmap="RdBu_r", vmin=-1.0, vmax=1.0, fig=left)
     left.axes[-1].set_yticks([-1.0, -0.5, 0.0, 0.5, 1.0])  # the colorbar: fewer labels to draw
@@ -163,9 +161,7 @@ def _is_rotation_figure(fig: Figure, num_positions: int) -> bool:
 
 
 def _layout_rotation(fig: Figure, num_positions: int) -> None:
-    fig.clear()
-    fig.set_label(ROTATION_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, ROTATION_LABEL)
     ax = fig.subplots()
     theta = np.linspace(0, 2 * np.pi, 200)
     ax.plot(np.cos(theta), np.sin(theta), color="lightgrey", linewidth=1, zorder=0)

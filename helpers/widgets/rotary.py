@@ -21,8 +21,8 @@ from matplotlib.figure import Figure
 
 from ..plotting import show_heatmaps, to_numpy
 from ..positional import sinusoidal_table
-from ..rotary import apply_rotary
-from ._common import freeze_layout, interactive_figure
+from ..rotary import apply_rotary, rotary_angles
+from ._common import freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "shift_scores", "draw_shift", "shift_view", "wrapped_angles", "wavelengths",
@@ -143,9 +143,7 @@ def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> wi
 def wrapped_angles(base: float, positions: torch.Tensor, *, size: int = 8) -> torch.Tensor:
     """The angle p·θ_i of pair i at each position p of ``positions`` (T,), wrapped to [0, 2π):
     (T, D/2), float64. ``positions`` may be fractional (to draw smooth curves)."""
-    i = torch.arange(size // 2, dtype=torch.float64)
-    theta = torch.pow(torch.tensor(float(base), dtype=torch.float64), -2.0 * i / size)  # (D/2,)
-    return torch.remainder(positions.to(torch.float64)[:, None] * theta, 2 * math.pi)
+    return torch.remainder(rotary_angles(positions, size, base=float(base)), 2 * math.pi)
 
 
 def wavelengths(base: float, *, size: int = 8) -> torch.Tensor:
@@ -170,9 +168,7 @@ def _is_frequency_figure(fig: Figure, size: int) -> bool:
 
 
 def _layout_frequencies(fig: Figure, size: int, num_positions: int, train_length: int) -> None:
-    fig.clear()
-    fig.set_label(FREQUENCY_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, FREQUENCY_LABEL)
     ax_angles, ax_waves = fig.subplots(1, 2, width_ratios=[1.4, 1.0])
     pairs = np.arange(size // 2)
     colors = [f"C{i % 10}" for i in pairs]

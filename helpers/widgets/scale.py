@@ -18,12 +18,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, NullLocator
 
+from ..masking import causal_mask
 from ..plotting import show_heatmaps
 from ..tiling import (
     SKIPPED, OnlineSoftmax, online_softmax_result, online_softmax_start, online_softmax_update,
     tile_flops, tile_kinds,
 )
-from ._common import freeze_layout, interactive_figure
+from ._common import freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "example_row", "online_trace", "draw_online", "online_view",
@@ -63,9 +64,7 @@ ONLINE_LABEL = "scale.online"
 
 def _layout_online(fig: Figure, scores: np.ndarray, exact: np.ndarray, sums: np.ndarray,
                    outputs: np.ndarray, block_size: int) -> None:
-    fig.clear()
-    fig.set_label(ONLINE_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, ONLINE_LABEL)
     ax_scores, ax_sum, ax_out = fig.subplots(1, 3, width_ratios=[1.6, 1.0, 1.0])
     K = len(scores)
     # One bar per key, drawn as thick vertical lines: one collection draws faster than K patches.
@@ -180,16 +179,13 @@ def tile_map(num_queries: int, num_keys: int, block_size: int, *, causal: bool =
     kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal).numpy()
     per_entry = np.repeat(np.repeat(kinds, block_size, axis=0), block_size, axis=1)
     per_entry = per_entry[:num_queries, :num_keys]  # (Q, K): the kind of each entry's tile
-    queries, keys = np.arange(num_queries)[:, None], np.arange(num_keys)[None, :]
-    visible = (keys <= queries + num_keys - num_queries) if causal else np.ones(per_entry.shape, bool)
+    visible = causal_mask(num_queries, num_keys).numpy() if causal else np.ones(per_entry.shape, bool)
     out = np.where(visible, USED, MASKED_IN_TILE)
     return np.where(per_entry == SKIPPED, np.nan, out)
 
 
 def _layout_tiles(fig: Figure, num_queries: int, num_keys: int) -> None:
-    fig.clear()
-    fig.set_label(TILES_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, TILES_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.25, 1])
     show_heatmaps(np.ones((num_queries, num_keys)), xlabel="key", ylabel="query", cmap="Blues",
                   vmin=0.0, vmax=1.0, colorbar=False, fig=left)
@@ -280,9 +276,7 @@ def cache_bytes_per_token(layers: int, kv_heads: int, head_size: int, bytes_per_
 
 
 def _layout_gqa(fig: Figure, heads: int) -> None:
-    fig.clear()
-    fig.set_label(GQA_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, GQA_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.2, 1])
     show_heatmaps(np.zeros((2, heads)), xlabel="head", ylabel="", cmap="Blues", vmin=-0.6,
                   vmax=1.3, colorbar=False, yticklabels=["query head", "reads K/V head"], fig=left)

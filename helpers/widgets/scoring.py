@@ -24,7 +24,7 @@ from matplotlib.transforms import ScaledTranslation
 
 from ..attention import AdditiveAttention
 from ..plotting import to_numpy
-from ._common import freeze_layout, interactive_figure
+from ._common import freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "scaling_inputs", "scaling_weights", "draw_scaling", "scaling_view",
@@ -74,9 +74,7 @@ def _entropy(weights: torch.Tensor) -> torch.Tensor:
 
 def _layout_scaling(fig: Figure, num_queries: int, num_keys: int) -> None:
     """(Re)build the scaling view's artists in ``fig``: a heatmap, a colorbar, one bar per query."""
-    fig.clear()
-    fig.set_label(SCALING_LABEL)
-    fig.set_layout_engine("constrained")  # before the colorbar, which then joins the layout
+    start_figure(fig, SCALING_LABEL)  # before the colorbar, which then joins the layout
     ax_map, ax_bar = fig.subplots(1, 2, width_ratios=[2, 1])
     image = ax_map.imshow(np.zeros((num_queries, num_keys)), cmap="Reds", vmin=0.0, vmax=1.0,
                           aspect="auto", interpolation="nearest")
@@ -344,9 +342,7 @@ def _layout_hidden_size(fig: Figure, data: dict) -> None:
     """(Re)build the view's artists: 2 × 2 landscapes (rows: dot product, additive; columns:
     query A, query B), the keys (valid: dots with their rank; padding: grey crosses), each
     query as an arrow on the dot-product maps, and one colorbar."""
-    fig.clear()
-    fig.set_label(HIDDEN_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, HIDDEN_LABEL)
     axes = fig.subplots(2, 2, sharex=True, sharey=True)
     keys, n = data["keys"].numpy(), data["n_valid"]
     for r, kind in enumerate(("dot", "additive")):

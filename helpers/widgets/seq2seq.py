@@ -23,7 +23,7 @@ from matplotlib.patches import Rectangle
 
 from ..plotting import MASKED_COLOR, to_numpy
 from ..seq2seq import Seq2Seq, make_dates, output_text, predict_many, tokenize_source
-from ._common import drop_layout_engine, interactive_figure
+from ._common import interactive_figure, start_figure
 
 __all__ = ["step_labels", "draw_alignment", "alignment_title", "alignment_view", "demo_model",
            "demo_views"]
@@ -46,9 +46,7 @@ def _layout(fig: Figure) -> None:
     """Build the axes: heatmap on top, bars below sharing its x axis; no colorbar (the bars
     give the scale, and a colorbar would cost a third of each redraw). A fixed grid, no layout
     engine: a redraw only redraws."""
-    fig.clear()
-    fig.set_label(ALIGNMENT_LABEL)
-    drop_layout_engine(fig)  # fixed margins below: no layout pass on a redraw
+    start_figure(fig, ALIGNMENT_LABEL, fixed_layout=True)  # margins set below
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], left=0.19, right=0.95, top=0.8,
                             bottom=0.17, hspace=0.4)
     ax_map = fig.add_subplot(grid[0])

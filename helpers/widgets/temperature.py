@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..checks import check_floating, check_rank
 from ..plotting import show_heatmaps, to_numpy
-from ._common import freeze_layout, interactive_figure
+from ._common import freeze_layout, interactive_figure, start_figure
 
 __all__ = ["temperature_weights", "entropy", "draw_temperature", "temperature_view",
            "demo_scores", "demo_views"]
@@ -66,9 +66,7 @@ def entropy(weights: torch.Tensor) -> torch.Tensor:
 def _layout(fig: Figure, num_queries: int, num_keys: int) -> None:
     """(Re)build the artists: the weights (annotated, colour scale fixed to 0–1) on the left,
     one entropy bar per query on the right with the uniform maximum log K dashed."""
-    fig.clear()
-    fig.set_label(TEMPERATURE_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, TEMPERATURE_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.25, 1])
     show_heatmaps(np.zeros((num_queries, num_keys)), xlabel="Keys", ylabel="Queries",
                   titles=["weights"], vmin=0.0, vmax=1.0, cmap=CMAP, annot=True, fig=left)

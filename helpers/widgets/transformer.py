@@ -20,7 +20,7 @@ from matplotlib.patches import Rectangle
 from .. import induction
 from ..masking import causal_mask
 from ..plotting import MASKED_COLOR, show_heatmaps
-from ._common import freeze_layout, interactive_figure
+from ._common import freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "SENTENCE", "averaging_weights", "draw_causal", "causal_view", "draw_explorer",
@@ -69,9 +69,7 @@ def _build_causal(weights: torch.Tensor, words: tuple[str, ...], fig: Figure | N
     T = len(words)
     if fig is None:
         fig = Figure(figsize=(9.5, 3.6))
-    fig.clear()
-    fig.set_label(CAUSAL_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, CAUSAL_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.25])
     show_heatmaps(weights, mask=causal_mask(T, T), vmax=1.0, fig=left, xticklabels=words,
                   yticklabels=words, xlabel="Keys", ylabel="Queries (rows)")
@@ -186,9 +184,7 @@ def _build_explorer(run: induction.TrainingRun, fig: Figure | None) -> Figure:
     C, E, L, H, T, _ = run.weights.shape
     if fig is None:
         fig = Figure(figsize=(9.6, 4.5))
-    fig.clear()
-    fig.set_label(EXPLORER_LABEL)
-    fig.set_layout_engine("constrained")
+    start_figure(fig, EXPLORER_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.05])
     keep = causal_mask(T, T).numpy()  # (T, T), True = takes part
     labels = induction.token_labels(run.examples.tokens[0])
