@@ -48,6 +48,13 @@ def pytest_sessionstart(session):
         raise pytest.UsageError(f"expected ipywidgets {expected}.x, imported {ipywidgets.__version__}")
 
 
+def control(view, description: str):
+    """The one control of an interactive view with this ``description`` (fails if there is
+    none, or more than one)."""
+    (found,) = [c for c in view.children if getattr(c, "description", None) == description]
+    return found
+
+
 def shown_png(view) -> bytes:
     """Run a view's callback once more and return the PNG it displayed in its output area
     (what a notebook reader sees); b"" if it displayed no image."""

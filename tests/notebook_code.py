@@ -5,6 +5,8 @@ for, in notebook order. Nothing else runs (no training, no figures)."""
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import nbformat
@@ -62,3 +64,27 @@ def notebook_functions(name: str, namespace: dict | None = None) -> dict:
                 or isinstance(node, ast.FunctionDef) and not node.name.startswith("solution_")]
         exec(compile(ast.Module(body=keep, type_ignores=[]), name, "exec"), ns)
     return ns
+
+
+def checked_exercises(ns: dict) -> set[str]:
+    """The names of the exercise checks (``check_<n>``) in a notebook's namespace."""
+    return {n for n in ns if re.fullmatch(r"check_\d+", n)}
+
+
+def assert_check_refuses(check: Callable[[object], str], wrong_answers: Iterable[object],
+                         wrong_type: object) -> None:
+    """An exercise check's side of the contract for wrong answers: None is "not answered
+    yet"; every wrong answer gets a verdict starting "not quite" (never an exception, whatever
+    the reader typed); an answer of a wrong type is told what was expected."""
+    assert check(None) == "not answered yet"
+    for answer in wrong_answers:
+        verdict = check(answer)  # must not raise
+        assert isinstance(verdict, str) and verdict.startswith("not quite"), (answer, verdict)
+    verdict = check(wrong_type)
+    assert "expected" in verdict, verdict
+
+
+def assert_check_accepts(check: Callable[[object], str], right_answers: Iterable[object]) -> None:
+    """Every right answer gets a verdict starting "correct"."""
+    for answer in right_answers:
+        assert check(answer).startswith("correct"), answer

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from helpers import toy
 from helpers.widgets import multihead as mw
-from tests.conftest import shown_png
+from tests.conftest import control, shown_png
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +32,6 @@ def shown(fig: Figure) -> list:
 
 def curves(fig: Figure):
     return next(ax for ax in fig.axes if not ax.images and ax.lines)
-
-
-def control(view: widgets.interactive, description: str) -> widgets.Widget:
-    (found,) = [c for c in view.children if getattr(c, "description", None) == description]
-    return found
 
 
 def formula_weights(model: toy.NeighbourModel, tokens: torch.Tensor) -> torch.Tensor:

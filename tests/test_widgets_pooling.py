@@ -13,11 +13,7 @@ from matplotlib.figure import Figure
 
 from helpers import make_regression_data, nadaraya_watson
 from helpers.widgets.pooling import demo_views, draw_nw, nw_view
-from tests.conftest import shown_png
-
-
-def control(view, description):
-    return next(c for c in view.children if getattr(c, "description", None) == description)
+from tests.conftest import control, shown_png
 
 
 def drawn(fig):

@@ -11,11 +11,7 @@ import torch
 from matplotlib.figure import Figure
 
 from helpers.widgets import positional
-from tests.conftest import shown_png
-
-
-def control(view: widgets.interactive, description: str) -> widgets.Widget:
-    return next(c for c in view.children if getattr(c, "description", None) == description)
+from tests.conftest import control, shown_png
 
 
 def formula(i: float, col: int, d: int) -> float:

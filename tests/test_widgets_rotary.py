@@ -12,11 +12,7 @@ import torch
 from matplotlib.figure import Figure
 
 from helpers.widgets import rotary
-from tests.conftest import shown_png
-
-
-def control(view: widgets.interactive, description: str) -> widgets.Widget:
-    return next(c for c in view.children if getattr(c, "description", None) == description)
+from tests.conftest import control, shown_png
 
 
 def maps(fig: Figure) -> list[np.ndarray]:
@@ -175,7 +171,7 @@ def test_frequency_view_draws_every_pair_against_the_position():
 def test_pair_zero_ignores_the_base_and_the_others_slow_down():
     fig = rotary.draw_frequencies(10.0)
     slow = rotary.draw_frequencies(1e5, fig=Figure())
-    (x, y10), (_, y_big) = curves(fig)[0], curves(slow)[0]
+    (_, y10), (_, y_big) = curves(fig)[0], curves(slow)[0]
     np.testing.assert_array_equal(y10, y_big)  # θ_0 = base^0 = 1 for every base
     for i in (1, 2, 3):  # fewer wraps with a larger base
         assert np.isnan(curves(slow)[i][1]).sum() < np.isnan(curves(fig)[i][1]).sum()

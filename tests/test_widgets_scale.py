@@ -14,11 +14,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from helpers.widgets import scale
-from tests.conftest import shown_png
-
-
-def control(view: widgets.interactive, description: str) -> widgets.Widget:
-    return next(c for c in view.children if getattr(c, "description", None) == description)
+from tests.conftest import control, shown_png
 
 
 # ------------------------------------------------------------------ 1. the online softmax

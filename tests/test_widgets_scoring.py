@@ -13,10 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from helpers.widgets import scoring
-
-def control(view: widgets.interactive, description: str) -> widgets.Widget:
-    return next(c for c in view.children if getattr(c, "description", None) == description)
-
+from tests.conftest import control
 
 def heatmap(fig: Figure, panel: int = 0) -> np.ma.MaskedArray:
     axes = [ax for ax in fig.axes if ax.images]

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from helpers import seq2seq as s
 from helpers.widgets import seq2seq as ws
-from tests.conftest import shown_png
+from tests.conftest import control, shown_png
 
 TEXTS = ["3 May 1998", "September 21, 2004", "07.11.1950", "Jan 9, 2011"]
 TARGETS = ["1998-05-03", "2004-09-21", "1950-11-07", "2011-01-09"]
@@ -20,10 +20,6 @@ TARGETS = ["1998-05-03", "2004-09-21", "1950-11-07", "2011-01-09"]
 @pytest.fixture
 def model() -> s.Seq2Seq:
     return ws.demo_model(seed=2)  # untrained; its outputs run to max_steps: many steps
-
-
-def control(view: widgets.interactive, description: str) -> widgets.Widget:
-    return next(c for c in view.children if getattr(c, "description", None) == description)
 
 
 def drawn(fig: Figure) -> np.ndarray:
