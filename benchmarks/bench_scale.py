@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from helpers import DecoderLM, generate, tiled_attention
 from helpers.tiling import peak_bytes
 
-from .bench_attention import Case  # (B, H, L, D), shared with the attention benchmark
+from .bench_attention import _SHORT, Case, _agree  # shared with the attention benchmark
 from .common import Col, Config, Table, compare, verdict
 
 __all__ = ["Case", "GenCase", "DEFAULT_CASES", "QUICK_CASES", "CUDA_CASES", "naive_attention",
@@ -33,7 +33,6 @@ BLOCK = 128  # tiled_attention's block size here
 TARGET_MEMORY = 0.25  # tiled peak ÷ naive peak, once L ≥ 4·b
 TARGET_CACHE = 1.00  # time with the cache ÷ time without
 BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
-_SHORT = {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "MATH": "math"}
 
 
 @dataclass(frozen=True)
@@ -105,11 +104,6 @@ def _plan(cfg: Config) -> dict[str, float]:
     return dict(repeats=3, warmup=1) if cfg.quick else dict(repeats=5, warmup=1)
 
 
-def _agree(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> str:
-    tol = 1e-4 if dtype in (torch.float32, torch.float64) else 2e-2
-    return "yes" if torch.allclose(a.float(), b.float(), atol=tol, rtol=tol) else "NO"
-
-
 # ---------------------------------------------------------------------- tiled attention
 def bench_tiled(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], *,
                 echo: bool = True) -> Table:
@@ -125,6 +119,7 @@ def bench_tiled(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], *,
              Col("status", f"target tiled ≤{TARGET_MEMORY:.2f}× naive memory", width=14)]
     table = Table(f"tiled_attention vs SDPA vs naive, (B, H, L, D) ({dev})", cols,
                   short=f"tiled_attention ({dev})", echo=echo)
+    sdpa = _sdpa(None)  # SDPA's own choice of backend
     for case in cases:
         gen = torch.Generator().manual_seed(0)
         q, k, v = (torch.randn(case.B, case.H, case.L, case.D, generator=gen).to(cfg.device, dtype)
@@ -133,7 +128,7 @@ def bench_tiled(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], *,
             fns: dict[str, Callable[[], torch.Tensor]] = {
                 "naive": lambda: naive_attention(q, k, v, causal),
                 "tiled": lambda: tiled_attention(q, k, v, block_size=BLOCK, causal=causal),
-                "sdpa": lambda: _sdpa(None)(q, k, v, causal),
+                "sdpa": lambda: sdpa(q, k, v, causal),
             }
             for b in backends:
                 fn = _sdpa(b)

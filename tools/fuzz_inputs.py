@@ -326,7 +326,6 @@ def _random_case(i: int, rng: np.random.Generator) -> Case:
         if "lens-list" in perturbed and lens.numel():  # (an empty one would lose its shape)
             lens = lens.tolist()  # a plain list is as good as a tensor
     mask: Any = None
-    mask_ok = True
     if kind.startswith("sdp"):
         options = [None, (K,), (Q, K), (B, 1, K), (B, Q, K)]
         mask_shape = options[int(rng.integers(len(options)))]
