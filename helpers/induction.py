@@ -115,28 +115,27 @@ def make_model(task: CopyTask, *, num_hiddens: int = 64, num_heads: int = 2, num
                          max_len=task.seq_len)
 
 
-def _check_logits(logits: torch.Tensor, batch: CopyBatch) -> None:
+def _scored(logits: torch.Tensor, batch: CopyBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits at the predictable positions and the tokens they must name: (P, V), (P,)."""
     check_rank("logits", logits, 3, "(B, T, V)")
     if logits.shape[:2] != batch.tokens.shape:
         raise ValueError(f"logits must have shape (B, T, V) with (B, T) = "
                          f"{tuple(batch.tokens.shape)}, got {tuple(logits.shape)}")
+    keep = batch.predictable.to(logits.device)  # (B, T)
+    nxt = batch.tokens.roll(-1, dims=1).to(logits.device)  # (B, T): the token at t + 1
+    return logits[keep], nxt[keep]
 
 
 def copy_loss(logits: torch.Tensor, batch: CopyBatch) -> torch.Tensor:
     """Cross-entropy of the next token, averaged over the predictable positions only:
     ``logits`` (B, T, V) at position t score the token at t + 1."""
-    _check_logits(logits, batch)
-    keep = batch.predictable.to(logits.device)  # (B, T)
-    nxt = batch.tokens.roll(-1, dims=1).to(logits.device)  # (B, T): the token at t + 1
-    return F.cross_entropy(logits[keep], nxt[keep])
+    return F.cross_entropy(*_scored(logits, batch))
 
 
 def copy_accuracy(logits: torch.Tensor, batch: CopyBatch) -> float:
     """Fraction of predictable positions whose most likely next token is the right one."""
-    _check_logits(logits, batch)
-    keep = batch.predictable.to(logits.device)
-    nxt = batch.tokens.roll(-1, dims=1).to(logits.device)
-    return (logits.argmax(-1)[keep] == nxt[keep]).float().mean().item()
+    scored, nxt = _scored(logits, batch)
+    return (scored.argmax(-1) == nxt).float().mean().item()
 
 
 def induction_targets(tokens: torch.Tensor) -> torch.Tensor:
