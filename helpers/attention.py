@@ -167,7 +167,8 @@ class AdditiveAttention(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def get_scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """Unnormalised scores (B, Q, K)."""
+        """Unnormalised scores (B, Q, K) of queries (B, Q, D_q) and keys (B, K, D_k)."""
+        self._check_qk(queries, keys)
         q, k = self.W_q(queries), self.W_k(keys)  # (B, Q, N), (B, K, N)
         features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (B, Q, K, N)
         return self.w_v(features).squeeze(-1)  # (B, Q, K)
@@ -177,15 +178,25 @@ class AdditiveAttention(nn.Module):
         valid_lens: ValidLens = None,
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=False)
-        check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
-        check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
-        check_like("queries", queries, "the module's parameters", self.W_q.weight)
+        self._check_qk(queries, keys)
         B, Q, _ = queries.shape
         hidden, empty = attention_hidden(valid_lens, B, Q, keys.shape[1], queries.device)
         if hidden is not None:
             values = torch.where(unseen_rows(hidden), 0.0, values)  # 0 · NaN would be NaN
         self.attention_weights = softmax_owned(self.get_scores(queries, keys), hidden, empty)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)
+
+    def _check_qk(self, queries: torch.Tensor, keys: torch.Tensor) -> None:
+        """Raise unless queries (B, Q, D_q) and keys (B, K, D_k) fit the module's layers."""
+        check_rank("queries", queries, 3, "(B, Q, D_q)")
+        check_rank("keys", keys, 3, "(B, K, D_k)")
+        check_floating("queries", queries)
+        check_floating("keys", keys)
+        check_like("queries", queries, "the module's parameters", self.W_q.weight)
+        check_like("keys", keys, "queries", queries)
+        check_size("batch size of keys (B)", queries.shape[0], keys.shape[0])
+        check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
+        check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
 
 
 def check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,

@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import (
-    as_device, check_bool, check_floating, check_positive_int, check_rank, check_real, check_seed,
-    check_size,
+    as_usable_device, check_bool, check_floating, check_holds_data, check_positive_int, check_rank,
+    check_real, check_seed, check_size,
 )
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
 def target_function(x: torch.Tensor) -> torch.Tensor:
     """f(x) = 2 sin x + 0.4 sin 3x + 0.6 sin 6x + sqrt(x), for x >= 0."""
     check_floating("x", x)
+    check_holds_data("x", x)
     if x.numel() and float(x.min()) < 0:
         raise ValueError(f"x must be >= 0 (sqrt(x) is part of f), got a minimum of {float(x.min())}")
     return 2 * torch.sin(x) + 0.4 * torch.sin(3 * x) + 0.6 * torch.sin(6 * x) + x.sqrt()
@@ -36,7 +37,8 @@ def target_function(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class RegressionData:
-    """Sorted noisy training pairs and a noiseless test grid, all 1-D."""
+    """Sorted noisy training pairs and a noiseless test grid: 1-D floating-point tensors on
+    one device."""
 
     x_train: torch.Tensor  # (N,)
     y_train: torch.Tensor  # (N,)
@@ -46,12 +48,19 @@ class RegressionData:
     def __post_init__(self) -> None:
         for name in ("x_train", "y_train", "x_test", "y_truth"):
             check_rank(name, getattr(self, name), 1, "(N,)" if "train" in name else "(Q,)")
+            check_floating(name, getattr(self, name))
+            check_holds_data(name, getattr(self, name))
+            if getattr(self, name).device != self.x_train.device:
+                raise ValueError(f"{name} must be on x_train's device ({self.x_train.device}), "
+                                 f"got {getattr(self, name).device}")
         check_size("number of training values y_train (N)", self.x_train.shape[0], self.y_train.shape[0])
         check_size("number of true values y_truth (Q)", self.x_test.shape[0], self.y_truth.shape[0])
 
     def to(self, device: torch.device | str) -> RegressionData:
         """The same data with every tensor on ``device`` (a new object; this one is unchanged)."""
-        device = as_device("device", device)
+        device = as_usable_device("device", device)
+        if device is None:
+            raise ValueError("device must be a torch.device or a name such as 'cpu', got None")
         return RegressionData(*(t.to(device) for t in (self.x_train, self.y_train,
                                                         self.x_test, self.y_truth)))
 
@@ -108,6 +117,7 @@ def nadaraya_watson(
     check_rank("y_train", y_train, 1, "(N,)")
     check_rank("x_query", x_query, 1, "(Q,)")
     check_floating("x_train", x_train)
+    check_floating("y_train", y_train)
     check_floating("x_query", x_query)
     for name, t in (("y_train", y_train), ("x_query", x_query)):
         if t.device != x_train.device:
@@ -152,6 +162,11 @@ class NWKernelRegression(nn.Module):
         check_rank("x_train", x_train, 1, "(N,)")
         check_rank("y_train", y_train, 1, "(N,)")
         check_floating("x_train", x_train)
+        check_holds_data("x_train", x_train)
+        check_floating("y_train", y_train)
+        if y_train.device != x_train.device:
+            raise ValueError(f"y_train must be on x_train's device ({x_train.device}), "
+                             f"got {y_train.device}")
         check_size("number of training values y_train (N)", x_train.shape[0], y_train.shape[0])
         if x_train.shape[0] == 0:
             raise ValueError("x_train must hold at least one point, got shape (0,)")

@@ -7,13 +7,17 @@ Mask convention: a valid length ``n`` keeps the first ``n`` keys of a row; in bo
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 
-from .checks import as_device, check_floating, check_int, check_mask, check_positive_int, check_rank
+from .checks import (
+    as_usable_device, check_floating, check_holds_data, check_int, check_mask, check_positive_int,
+    check_rank,
+)
 
 __all__ = [
     "valid_lens_to_mask", "sequence_mask", "masked_softmax", "softmax_with_mask", "causal_mask",
@@ -22,19 +26,21 @@ __all__ = [
 ValidLens = torch.Tensor | Sequence[int] | None
 
 
-def _as_lens(valid_lens: torch.Tensor | Sequence[int], device: torch.device) -> torch.Tensor:
+def _as_lens(valid_lens: torch.Tensor | Sequence[int], device: torch.device,
+             name: str = "valid_lens") -> torch.Tensor:
+    """``valid_lens`` as a long tensor on ``device``; ``name``: the caller's parameter."""
     if not isinstance(valid_lens, torch.Tensor):
         try:
             valid_lens = torch.as_tensor(valid_lens)
         except (TypeError, ValueError, RuntimeError) as error:  # ragged, a string, too large
-            raise ValueError(f"valid_lens must be a tensor or a (nested) list of ints, got "
+            raise ValueError(f"{name} must be a tensor or a (nested) list of ints, got "
                              f"{valid_lens!r:.60} ({error})") from None
     if valid_lens.numel() == 0:
         valid_lens = valid_lens.to(torch.long)  # `[]` (a batch of 0) arrives as float32
     elif valid_lens.is_floating_point() or valid_lens.is_complex() or valid_lens.dtype == torch.bool:
-        raise ValueError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
+        raise ValueError(f"{name} must hold integers, got dtype {valid_lens.dtype}")
     if valid_lens.device.type == "meta" and device.type != "meta":
-        raise ValueError(f"valid_lens must be on a device that holds data ({device}), got 'meta'")
+        raise ValueError(f"{name} must be on a device that holds data ({device}), got 'meta'")
     return valid_lens.to(device=device, dtype=torch.long)
 
 
@@ -48,7 +54,10 @@ def lens_hidden(
     ``empty`` is a boolean (B, 1 or Q, 1), True where the valid length is 0, or None when no
     length is 0 (the common case: nothing to zero afterwards).
     """
-    lens = _as_lens(valid_lens, as_device("device", device))
+    usable = as_usable_device("device", device)
+    if usable is None:
+        raise ValueError("device must be a torch.device or a name such as 'cpu', got None")
+    lens = _as_lens(valid_lens, usable)
     if lens.shape == (batch,):
         lens = lens[:, None]  # (B, 1)
     elif lens.shape != (batch, queries):
@@ -84,6 +93,15 @@ def valid_lens_to_mask(
     return ~lens_hidden(valid_lens, batch, queries, keys, device)[0]
 
 
+def _fits(value: complex, dtype: torch.dtype) -> bool:
+    """Whether ``dtype`` holds ``value`` without overflow (±inf and NaN fit a float dtype)."""
+    if dtype == torch.bool or dtype.is_complex:
+        return True
+    if dtype.is_floating_point:
+        return not math.isfinite(value) or abs(value) <= torch.finfo(dtype).max
+    return torch.iinfo(dtype).min <= value <= torch.iinfo(dtype).max
+
+
 def sequence_mask(
     X: torch.Tensor, valid_len: torch.Tensor | Sequence[int], value: float = 0
 ) -> torch.Tensor:
@@ -97,12 +115,15 @@ def sequence_mask(
     if not isinstance(X, torch.Tensor) or X.dim() < 2:
         shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
         raise ValueError(f"X must have shape (B, T) or (B, T, ...), got {shape}")
+    if X.device.type == "meta":
+        raise ValueError("X must hold numbers (a tensor on a real device), got a 'meta' tensor")
     kind = numbers.Complex if X.is_complex() else numbers.Real if X.is_floating_point() \
         else numbers.Integral
-    if not isinstance(value, kind) or isinstance(value, bool) and X.dtype != torch.bool:
+    if not isinstance(value, kind) or isinstance(value, bool) and X.dtype != torch.bool \
+            or not _fits(value, X.dtype):
         raise ValueError(f"value must be a number that X's dtype {X.dtype} holds, got {value!r}")
     B, T = X.shape[:2]
-    lens = _as_lens(valid_len, X.device)
+    lens = _as_lens(valid_len, X.device, "valid_len")
     if lens.shape != (B,):
         raise ValueError(f"valid_len must have shape (B,)=({B},), one length per row of X, "
                          f"got {tuple(lens.shape)}")
@@ -153,9 +174,10 @@ def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.
     if not isinstance(scores, torch.Tensor) or scores.dim() < 1:
         raise ValueError(f"scores must be a tensor of shape (..., K), got {scores!r:.60}")
     check_floating("scores", scores)
+    check_holds_data("scores", scores)
     if mask is None:
         return F.softmax(scores, dim=-1)
-    check_mask("mask", mask, scores.shape, "scores' shape (..., Q, K)")
+    check_mask("mask", mask, scores.shape, "scores' shape (..., Q, K)", scores.device)
     filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # new tensor
     return softmax_owned(filled, None, empty_rows(mask))
 
@@ -169,6 +191,7 @@ def masked_softmax(X: torch.Tensor, valid_lens: ValidLens = None) -> torch.Tenso
     """
     check_rank("X", X, 3, "(B, Q, K)")
     check_floating("X", X)
+    check_holds_data("X", X)
     if valid_lens is None:
         return F.softmax(X, dim=-1)
     B, Q, K = X.shape
@@ -191,7 +214,7 @@ def causal_mask(
     """
     num_queries = check_positive_int("num_queries", num_queries)
     num_keys = check_positive_int("num_keys", num_keys)
-    device = None if device is None else as_device("device", device)
+    device = as_usable_device("device", device)
     queries = torch.arange(num_queries, device=device)[:, None]  # (Q, 1)
     keys = torch.arange(num_keys, device=device)[None, :]  # (1, K)
     return keys <= queries + (num_keys - num_queries)  # (Q, K)
@@ -208,7 +231,8 @@ def attention_hidden(
     hidden = empty = None
     if valid_lens is not None:
         hidden, empty = lens_hidden(valid_lens, batch, queries, keys, device)
-    if causal and queries > 1:  # (one query, the last position, sees every key)
+    if causal and queries > 1 and keys > 0:  # one query (the last position) sees every key;
+        # with K = 0 there is nothing to hide: every row is empty, its output all zeros
         future = ~causal_mask(queries, keys, device)  # (Q, K)
         hidden = future if hidden is None else hidden | future  # (B, Q, K) or (Q, K)
         empty = hidden.all(dim=-1, keepdim=True)  # (..., Q, 1)

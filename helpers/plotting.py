@@ -7,13 +7,15 @@ NaN cells (a bug to see, not padding) are drawn magenta, with a legend that says
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 from matplotlib import colormaps
 from matplotlib.colors import to_rgba
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, FigureBase
 from matplotlib.patches import Patch
 
 __all__ = ["show_heatmaps", "to_numpy", "set_theme", "MASKED_COLOR", "NAN_COLOR"]
@@ -33,14 +35,33 @@ def set_theme() -> None:
 
 
 def to_numpy(x: torch.Tensor | np.ndarray | Sequence) -> np.ndarray:
-    """A NumPy copy of a tensor (any device, any dtype, bfloat16 included) or of an array:
-    writing into the result never changes ``x``. Half precision comes back as float32."""
+    """A NumPy copy of a tensor (any device, any dtype, bfloat16 included), of an array or of a
+    (nested) list of numbers: writing into the result never changes ``x``. Half precision comes
+    back as float32. Raises ValueError for anything else (a str, None, a ragged list, a 'meta'
+    tensor, which holds no numbers)."""
+    return _as_array("x", x)
+
+
+def _as_array(name: str, x: object) -> np.ndarray:
+    """``to_numpy(x)``, its errors naming the caller's parameter ``name``."""
     if isinstance(x, torch.Tensor):
+        if x.device.type == "meta":
+            raise ValueError(f"{name} must hold numbers (a tensor on a real device), got a 'meta' tensor")
         x = x.detach()
         if x.dtype in (torch.float16, torch.bfloat16):
             return x.float().cpu().numpy()  # .float() made a new tensor: already a copy
         return x.cpu().numpy().copy()  # .cpu() of a CPU tensor is the tensor itself
-    return np.array(x)  # copies
+    if not isinstance(x, (np.ndarray, np.generic, list, tuple, range, numbers.Number)):
+        raise ValueError(f"{name} must be a tensor, an array or a (nested) list of numbers, "
+                         f"got {type(x).__name__}")
+    try:
+        out = np.array(x)  # copies
+    except ValueError:  # a ragged list
+        raise ValueError(f"{name} must be a tensor, an array or a (nested) list of numbers of one "
+                         f"shape, got a ragged {type(x).__name__}") from None
+    if out.dtype.kind not in "biufc":
+        raise ValueError(f"{name} must hold numbers, got dtype {out.dtype}")
+    return out
 
 
 def _as_4d(name: str, x: np.ndarray) -> np.ndarray:
@@ -51,6 +72,53 @@ def _as_4d(name: str, x: np.ndarray) -> np.ndarray:
     if x.ndim == 4:
         return x
     raise ValueError(f"{name} must be 2-D (Q, K), 3-D (C, Q, K) or 4-D (R, C, Q, K), got shape {x.shape}")
+
+
+def _is_finite(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+        and math.isfinite(value)
+
+
+def _check_labels(name: str, labels: object) -> None:
+    """Raise unless ``labels`` is None or a sequence (not a str) of str or real numbers."""
+    if labels is None:
+        return
+    if not isinstance(labels, (list, tuple, range, np.ndarray)) or not all(
+            isinstance(e, str) or _is_finite(e) for e in labels):
+        raise ValueError(f"{name} must be None or a list of str (or numbers), got {labels!r:.60}")
+
+
+def _check_options(xlabel: object, ylabel: object, figsize: object, cmap: object, vmin: object,
+                   vmax: object, colorbar: object, fig: object, annot: object) -> None:
+    """Raise unless ``show_heatmaps``'s options (all but the data and the labels) make sense."""
+    for name, label in (("xlabel", xlabel), ("ylabel", ylabel)):
+        if not isinstance(label, str):
+            raise ValueError(f"{name} must be a str, got {label!r}")
+    if figsize is not None and not (isinstance(figsize, (tuple, list)) and len(figsize) == 2
+                                    and all(_is_finite(v) and v > 0 for v in figsize)):
+        raise ValueError(f"figsize must be None or (width, height) in inches, two numbers > 0, "
+                         f"got {figsize!r}")
+    if not isinstance(cmap, str) or cmap not in colormaps:
+        raise ValueError(f"cmap must be a matplotlib colormap name such as 'Reds', got {cmap!r}")
+    for name, value in (("vmin", vmin), ("vmax", vmax)):
+        if value is not None and not _is_finite(value):
+            raise ValueError(f"{name} must be None or a finite number, got {value!r}")
+    if vmin is not None and vmax is not None and not vmax > vmin:
+        raise ValueError(f"vmax must be above vmin={vmin}, got {vmax}")
+    if not isinstance(colorbar, (bool, np.bool_)):
+        raise ValueError(f"colorbar must be True or False, got {colorbar!r}")
+    if fig is not None and not isinstance(fig, FigureBase):
+        raise ValueError(f"fig must be None or a matplotlib Figure (or SubFigure), "
+                         f"got {type(fig).__name__}")
+    if figsize is not None and fig is not None and not isinstance(fig, Figure):
+        raise ValueError(f"figsize must be None when fig is a SubFigure (its parent sets its "
+                         f"size), got {figsize!r}")
+    if not isinstance(annot, (bool, np.bool_)):
+        try:
+            format(1.0, annot)
+        except (TypeError, ValueError):
+            raise ValueError(f"annot must be True, False or a format such as '.1f', "
+                             f"got {annot!r}") from None
 
 
 def show_heatmaps(
@@ -66,31 +134,41 @@ def show_heatmaps(
     xticklabels: Sequence[str] | None = None,
     yticklabels: Sequence[str] | None = None,
     colorbar: bool = True,
-    fig: Figure | None = None,
+    fig: FigureBase | None = None,
     annot: bool | str = False,
-) -> Figure:
+) -> FigureBase:
     """Draw a grid of heatmaps with one shared colorbar and return the Figure.
 
-    ``matrices``: (Q, K), (C, Q, K) or (R, C, Q, K), a tensor on any device or an array.
-    ``titles``: one per column, or one per panel (R·C). ``mask``: boolean, broadcastable to
-    ``matrices``; cells where it is False are drawn grey. NaN cells that are not masked are
-    drawn magenta and a legend names them. ``vmax`` defaults to the largest value shown.
-    ``annot``: write each value in its cell (True: 2 decimals; or a format such as ".1f"),
-    for small maps. ``fig``: an existing Figure to clear and redraw into (widgets reuse
-    one figure instead of making a new one per slider move). The Figure is not registered with
+    ``matrices``: (Q, K), (C, Q, K) or (R, C, Q, K) real numbers, a tensor on any device, an
+    array or a nested list. ``titles``: one per column, or one per panel (R·C); titles and tick
+    labels are lists of str (or numbers). ``mask``: boolean, broadcastable to ``matrices``;
+    cells where it is False are drawn grey. NaN cells that are not masked are drawn magenta and
+    a legend names them. ``vmin`` < ``vmax``, finite; ``vmax`` defaults to the largest value
+    shown. ``annot``: write each value in its cell (True: 2 decimals; or a format such as
+    ".1f"), for small maps. ``fig``: an existing Figure or SubFigure to clear and redraw into
+    (widgets reuse one figure instead of making a new one per slider move). The Figure is not registered with
     pyplot: return it from a cell (or ``display`` it) to show it, and nothing leaks.
     """
-    data = _as_4d("matrices", to_numpy(matrices)).astype(np.float64)
+    data = _as_array("matrices", matrices)
+    if data.dtype.kind == "c":
+        raise ValueError(f"matrices must hold real numbers, got dtype {data.dtype}")
+    data = _as_4d("matrices", data).astype(np.float64)
     R, C, Q, K = data.shape
+    _check_options(xlabel, ylabel, figsize, cmap, vmin, vmax, colorbar, fig, annot)
     keep = np.ones(data.shape, dtype=bool)
     if mask is not None:
-        m = to_numpy(mask).astype(bool)
+        m = _as_array("mask", mask)
+        if m.dtype != bool:
+            raise ValueError(f"mask must be boolean (True = takes part), got dtype {m.dtype}")
         try:
             keep = np.broadcast_to(_as_4d("mask", m) if m.ndim >= 2 else m, data.shape)
         except ValueError:
             raise ValueError(f"mask must broadcast to shape {data.shape}, got {m.shape}") from None
     nan = np.isnan(data) & keep  # NaN where a value should be: drawn magenta, not grey
     data = np.where(keep, data, np.nan)
+    for name, labels in (("titles", titles), ("xticklabels", xticklabels),
+                         ("yticklabels", yticklabels)):
+        _check_labels(name, labels)
     if titles is not None and len(titles) not in (C, R * C):
         per_panel = f" or {R * C} (one per panel)" if R > 1 else ""
         raise ValueError(f"titles must have {C} entries (one per column){per_panel}, got {len(titles)}")
@@ -100,16 +178,17 @@ def show_heatmaps(
     shown = data[np.isfinite(data)]
     top = vmax if vmax is not None else (float(shown.max()) if shown.size else 1.0)
     low = vmin if vmin is not None else (float(shown.min()) if shown.size else 0.0)
-    if top <= low:
-        top = low + 1.0
+    if top <= low:  # an automatic end beyond the given one: move the automatic end
+        if vmax is not None:
+            low = top - max(1.0, abs(top))
+        else:
+            top = low + max(1.0, abs(low))
     if fig is None:
         fig = Figure(figsize=figsize or (2.5 * C + 1.0, 2.5 * R), layout="constrained")
     else:
         fig.clear()
         if figsize is not None:
             fig.set_size_inches(*figsize)
-    if cmap not in colormaps:
-        raise ValueError(f"cmap must be a matplotlib colormap name such as 'Reds', got {cmap!r}")
     colors = colormaps[cmap].with_extremes(bad=MASKED_COLOR)
     nan_rgba = np.zeros((Q, K, 4))
     fmt = annot if isinstance(annot, str) else ".2f"

@@ -364,3 +364,34 @@ def test_scaled_dot_product_checks_batch_sizes_and_dtypes_without_a_mask(need_we
     out, _ = scaled_dot_product(q, k[:1], v[:1], need_weights=need_weights)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k[:1].expand(2, -1, -1),
                                                                    v[:1].expand(2, -1, -1)))
+
+
+# ----------------------------------------------------------------- defects pinned (fuzz)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_causal_with_no_keys_gives_zeros_like_without_causal(device, need_weights):
+    """K = 0 with causal=True used to fail naming ``num_keys``, an argument the caller never
+    passed (attention_hidden → causal_mask(Q, 0)); no key takes part, so the output is zeros,
+    as it is without causal."""
+    q, k, v = qkv(device, K=0)
+    attention = DotProductAttention()
+    out = attention(q, k, v, causal=True, need_weights=need_weights)
+    assert out.shape == (2, 3, 7) and bool((out == 0).all())
+    assert torch.equal(out, attention(q, k, v, need_weights=need_weights))
+
+
+def test_additive_get_scores_checks_its_inputs():
+    """get_scores is public (the hook variants override) but used to hand anything to
+    nn.Linear: raw TypeError / RuntimeError for a str, a float64 tensor or a wrong size."""
+    attention = AdditiveAttention(key_size=3, query_size=4, num_hiddens=5)
+    q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 3)
+    w_q, w_k, w_v = (m.weight.detach().double() for m in (attention.W_q, attention.W_k, attention.w_v))
+    want = torch.tanh((q.double() @ w_q.T)[:, :, None] + (k.double() @ w_k.T)[:, None]) @ w_v[0]
+    torch.testing.assert_close(attention.get_scores(q, k).double(), want, rtol=1e-5, atol=1e-6)
+    for bad, match in [(dict(queries="x"), r"queries must be a torch.Tensor"),
+                       (dict(keys=k.double()), r"keys must have the dtype and device of queries"),
+                       (dict(queries=q.double()), r"queries must have the dtype .* module's parameters"),
+                       (dict(keys=torch.randn(2, 5, 4)), r"feature size of keys \(key_size\): expected 3, got 4"),
+                       (dict(keys=torch.randn(3, 5, 3)), r"batch size of keys \(B\): expected 2, got 3"),
+                       (dict(queries=q[0]), r"queries must have 3 dimensions")]:
+        with pytest.raises(ValueError, match=match):
+            attention.get_scores(**{"queries": q, "keys": k, **bad})

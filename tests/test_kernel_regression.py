@@ -368,3 +368,45 @@ def test_numpy_scalars_are_accepted_as_numbers():
     assert all(torch.equal(getattr(e, n), getattr(f, n)) for n in ("x_train", "y_train", "x_test"))
     model = NWKernelRegression(d.x_train, d.y_train, init=np.float32(2.5))
     assert model.w.item() == 2.5
+
+
+# ----------------------------------------------------------------- defects pinned (fuzz)
+@pytest.mark.parametrize("field", ["x_train", "y_train", "x_test", "y_truth"])
+@pytest.mark.parametrize("bad, match", [
+    (torch.arange(3), r"must be a floating-point tensor, got dtype torch.int64"),
+    (torch.ones(3, dtype=torch.complex64), r"must be a floating-point tensor, got dtype torch.complex64"),
+    (torch.ones(3, device="meta"), r"must (be on a device that holds data|be on x_train's device)"),
+])
+def test_regression_data_refuses_tensors_that_are_not_real_numbers(field, bad, match):
+    """RegressionData used to hold integer, complex or 'meta' tensors silently."""
+    fields = dict(x_train=torch.rand(3), y_train=torch.rand(3), x_test=torch.rand(3), y_truth=torch.rand(3))
+    with pytest.raises(ValueError, match=rf"^{field} {match}"):
+        RegressionData(**{**fields, field: bad})
+
+
+@pytest.mark.parametrize("device", ["meta"] + ([] if torch.cuda.is_available() else ["cuda"]))
+def test_regression_data_to_refuses_a_device_that_cannot_hold_it(device):
+    """.to('meta') used to return empty shells, .to('cuda') without CUDA a raw AssertionError."""
+    with pytest.raises(ValueError, match=r"^device must be the CPU or an accelerator present"):
+        make_regression_data(5, 4).to(device)
+
+
+@pytest.mark.parametrize("y_train", [torch.arange(4), torch.ones(4, dtype=torch.bool),
+                                     torch.ones(4, dtype=torch.complex64)])
+def test_labels_must_be_floating_point(y_train):
+    """nadaraya_watson and NWKernelRegression used to cast any y_train, dropping the imaginary
+    part of a complex one with a mere warning."""
+    with pytest.raises(ValueError, match=r"^y_train must be a floating-point tensor, got dtype"):
+        nadaraya_watson(torch.rand(4), y_train, torch.rand(2))
+    with pytest.raises(ValueError, match=r"^y_train must be a floating-point tensor, got dtype"):
+        NWKernelRegression(torch.rand(4), y_train)
+
+
+def test_parametric_model_refuses_meta_training_data():
+    """Used to build a model whose buffers and w live on 'meta' (it computes nothing)."""
+    with pytest.raises(ValueError, match=r"^x_train must be on a device that holds data, got meta"):
+        NWKernelRegression(torch.rand(4, device="meta"), torch.rand(4, device="meta"))
+    with pytest.raises(ValueError, match=r"^y_train must be on x_train's device \(cpu\), got meta"):
+        NWKernelRegression(torch.rand(4), torch.rand(4, device="meta"))
+    with pytest.raises(ValueError, match=r"^x must be on a device that holds data, got meta"):
+        target_function(torch.rand(4, device="meta"))

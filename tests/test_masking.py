@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask
+from helpers import causal_mask, masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask
 from tests.conftest import FLOAT_DTYPES, TOL
 
 
@@ -231,3 +232,44 @@ def test_weights_are_fresh_tensors_under_inference_mode():
     with torch.inference_mode():
         out = masked_softmax(X, torch.tensor([0, 3]))
     assert torch.equal(X, before) and out.data_ptr() != X.data_ptr()
+
+
+# ----------------------------------------------------------------- defects pinned (fuzz)
+def test_sequence_mask_errors_name_its_own_parameter_valid_len():
+    """sequence_mask's parameter is ``valid_len``; its errors used to name ``valid_lens``."""
+    for bad in ("x", None, torch.tensor([1.0, 2.0]), torch.tensor([True, False])):
+        with pytest.raises(ValueError, match=r"^valid_len must"):
+            sequence_mask(torch.ones(2, 3), bad)
+
+
+@pytest.mark.parametrize("X, value", [(torch.ones(2, 3, dtype=torch.float16), 1e30),
+                                      (torch.ones(2, 3, dtype=torch.int8), 300)])
+def test_sequence_mask_refuses_a_value_its_dtype_cannot_hold(X, value):
+    """Used to be PyTorch's raw 'value cannot be converted ... without overflow'."""
+    with pytest.raises(ValueError, match=rf"value must be a number that X's dtype .* holds, got {re.escape(repr(value))}"):
+        sequence_mask(X, [1, 2], value)
+    assert torch.equal(sequence_mask(torch.zeros(2, 3), [1, 2], float("-inf")),
+                       torch.tensor([[0.0, -math.inf, -math.inf], [0.0, 0.0, -math.inf]]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: sequence_mask(torch.ones(2, 3, device="meta"), [1, 2]),
+    lambda: masked_softmax(torch.ones(2, 3, 4, device="meta"), [1, 2]),
+    lambda: softmax_with_mask(torch.ones(3, 4, device="meta"), None),
+    lambda: softmax_with_mask(torch.ones(3, 4), torch.ones(3, 4, dtype=torch.bool, device="meta")),
+])
+def test_meta_tensors_are_refused_clearly(call):
+    """A 'meta' tensor holds no numbers: these used to raise PyTorch's raw RuntimeError."""
+    with pytest.raises(ValueError, match=r"(must (hold numbers|be on a device that holds data|be on the device of the scores)).*got"):
+        call()
+
+
+@pytest.mark.parametrize("device", ["meta", torch.device("meta")] + (
+    [] if torch.cuda.is_available() else ["cuda", "cuda:0"]))
+def test_masks_refuse_a_device_that_cannot_hold_them(device):
+    """valid_lens_to_mask and causal_mask used to return a 'meta' mask (or crash in
+    Tensor.item()) and to raise a raw AssertionError for an absent CUDA device."""
+    with pytest.raises(ValueError, match=r"^device must be the CPU or an accelerator present"):
+        valid_lens_to_mask([1, 2], 2, 3, 4, device=device)
+    with pytest.raises(ValueError, match=r"^device must be the CPU or an accelerator present"):
+        causal_mask(3, 4, device=device)

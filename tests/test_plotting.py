@@ -128,3 +128,64 @@ def test_set_theme_gives_one_look():
         assert mpl.rcParams["axes.grid"] is False  # no grid lines over heatmap cells
         assert mpl.rcParams["figure.dpi"] == 100
         assert mpl.rcParams["xtick.major.size"] > 0  # the "ticks" style
+
+
+# ----------------------------------------------------------------- defects pinned (fuzz)
+@pytest.mark.parametrize("x, match", [
+    ("x", r"^x must be a tensor, an array or a \(nested\) list of numbers, got str"),
+    (None, r"^x must be a tensor, an array or a \(nested\) list of numbers, got NoneType"),
+    ([[1.0, 2.0], [3.0]], r"^x must be .* of one shape, got a ragged list"),
+    (torch.ones(2, device="meta"), r"^x must hold numbers \(a tensor on a real device\), got a 'meta' tensor"),
+])
+def test_to_numpy_refuses_what_is_not_numbers(x, match):
+    """A str or None used to come back as a 0-d array, a ragged list as NumPy's vague error,
+    a 'meta' tensor as a raw NotImplementedError."""
+    with pytest.raises(ValueError, match=match):
+        to_numpy(x)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(titles=3), r"^titles must be None or a list of str"),
+    (dict(titles="ab"), r"^titles must be None or a list of str"),
+    (dict(xticklabels=5), r"^xticklabels must be None or a list of str"),
+    (dict(xlabel=None), r"^xlabel must be a str, got None"),
+    (dict(figsize=(0, 3)), r"^figsize must be None or \(width, height\) .* got \(0, 3\)"),
+    (dict(figsize=4), r"^figsize must be None or \(width, height\)"),
+    (dict(cmap=["Reds"]), r"^cmap must be a matplotlib colormap name .* got \['Reds'\]"),
+    (dict(vmin=float("nan")), r"^vmin must be None or a finite number, got nan"),
+    (dict(vmax="2"), r"^vmax must be None or a finite number, got '2'"),
+    (dict(vmin=0.8, vmax=0.2), r"^vmax must be above vmin=0.8, got 0.2"),
+    (dict(colorbar="no"), r"^colorbar must be True or False, got 'no'"),
+    (dict(fig="fig"), r"^fig must be None or a matplotlib Figure .* got str"),
+    (dict(annot="d"), r"^annot must be True, False or a format such as '.1f', got 'd'"),
+    (dict(annot=None), r"^annot must be True, False or a format"),
+    (dict(mask=torch.ones(3, 4, dtype=torch.int64)), r"^mask must be boolean \(True = takes part\), got dtype int64"),
+    (dict(matrices=torch.ones(3, 4, dtype=torch.complex64)), r"^matrices must hold real numbers, got dtype complex64"),
+    (dict(matrices=torch.ones(3, 4, device="meta")), r"^matrices must hold numbers"),
+])
+def test_show_heatmaps_checks_every_option(kwargs, match):
+    """Each used to be a raw TypeError / NotImplementedError deep in matplotlib, or silent:
+    a NaN vmin, vmin above vmax, a truthy colorbar, an integer mask cast to bool, complex data
+    cast to its real part."""
+    with pytest.raises(ValueError, match=match):
+        show_heatmaps(**{"matrices": torch.rand(3, 4), **kwargs})
+
+
+def test_show_heatmaps_huge_vmin_still_spans_a_range():
+    """With vmin = 1e30 and vmax automatic, vmax used to become vmin + 1 == vmin (float)."""
+    fig = show_heatmaps(torch.rand(3, 4), vmin=1e30)
+    norm = fig.axes[0].images[0].norm
+    assert norm.vmin == 1e30 and norm.vmax > norm.vmin
+    fig = show_heatmaps(torch.rand(3, 4) + 5, vmin=None, vmax=0.5)  # the given end stays
+    norm = fig.axes[0].images[0].norm
+    assert norm.vmax == 0.5 and norm.vmin < 0.5
+
+
+def test_show_heatmaps_draws_into_a_subfigure():
+    """Widgets pass a SubFigure as ``fig``; a figsize cannot resize one."""
+    sub = Figure().subfigures(1, 2)[0]
+    data = torch.rand(2, 3, 4)
+    assert show_heatmaps(data, fig=sub) is sub
+    assert [np.asarray(ax.images[0].get_array()).tolist() for ax in sub.axes if ax.images] == data.tolist()
+    with pytest.raises(ValueError, match=r"^figsize must be None when fig is a SubFigure"):
+        show_heatmaps(data, fig=sub, figsize=(4, 3))
