@@ -10,7 +10,7 @@ from .kernel_regression import (
     KERNELS, NWKernelRegression, RegressionData, make_regression_data, nadaraya_watson,
     target_function,
 )
-from .kv_cache import KVCache, generate
+from .kv_cache import KVCache
 from .masking import (
     causal_mask, masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask,
 )
@@ -19,7 +19,7 @@ from .plotting import set_theme, show_heatmaps, to_numpy
 from .positional import PositionalEncoding, sinusoidal_table
 from .rotary import apply_rotary
 from .tiling import tiled_attention
-from .transformer import DecoderLM, TransformerBlock
+from .transformer import DecoderLM, TransformerBlock, generate
 
 __all__ = [
     "AdditiveAttention", "DotProductAttention", "scaled_dot_product",

@@ -12,8 +12,8 @@ from torch import nn
 
 from .attention import attend, check_qkv, unseen_rows
 from .checks import (
-    check_bool, check_like, check_positive_int, check_probability, check_rank, check_real,
-    check_size,
+    check_bool, check_holds_data, check_like, check_positive_int, check_probability, check_rank,
+    check_real, check_size,
 )
 from .kv_cache import KVCache
 from .masking import ValidLens, attention_hidden
@@ -25,16 +25,19 @@ __all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output"]
 def transpose_qkv(X: torch.Tensor, num_heads: int) -> torch.Tensor:
     """Split the last axis into heads: (B, T, N) → (B, H, T, N/H)."""
     check_rank("X", X, 3, "(B, T, N)")
+    check_holds_data("X", X)
     num_heads = check_positive_int("num_heads", num_heads)
     B, T, N = X.shape
     if N % num_heads:
-        raise ValueError(f"feature size N={N} must be divisible by num_heads={num_heads}")
+        raise ValueError(f"feature size N={N} must be divisible by num_heads={num_heads}, "
+                         f"got a remainder of {N % num_heads}")
     return X.reshape(B, T, num_heads, N // num_heads).transpose(1, 2)  # (B, H, T, N/H)
 
 
 def transpose_output(X: torch.Tensor) -> torch.Tensor:
     """Undo ``transpose_qkv``: (B, H, T, N/H) → (B, T, N), the heads concatenated."""
     check_rank("X", X, 4, "(B, H, T, N/H)")
+    check_holds_data("X", X)
     B, H, T, d = X.shape
     return X.transpose(1, 2).reshape(B, T, H * d)  # (B, T, N)
 
@@ -58,6 +61,11 @@ class MultiHeadAttention(nn.Module):
     queries and keys are rotated by their positions (``apply_rotary``, half-split layout,
     head size even) after the projection. ``cache``: a ``KVCache`` that the new keys and values
     are appended to before attending; positions then continue from its length.
+
+    Positions, with or without ``causal``: the K keys (cached ones first) sit at 0, …, K − 1,
+    and the Q queries are the *last* Q positions, query i at K − Q + i (lower-right, as
+    ``causal_mask`` places them). So ``forward(X[:, s:], X, X)`` gives the last rows of
+    ``forward(X, X, X)``, RoPE included; with Q > K the first queries sit at negative positions.
     """
 
     def __init__(
@@ -82,8 +90,8 @@ class MultiHeadAttention(nn.Module):
                 f"num_heads={num_heads} (remainder {num_hiddens % num_heads})"
             )
         if rotary and (num_hiddens // num_heads) % 2:
-            raise ValueError(f"rotary needs an even head size, got num_hiddens/num_heads = "
-                             f"{num_hiddens}/{num_heads} = {num_hiddens // num_heads}")
+            raise ValueError(f"rotary needs an even head size: num_hiddens/num_heads must be even, "
+                             f"got {num_hiddens}/{num_heads} = {num_hiddens // num_heads}")
         self.num_heads = num_heads
         self.dropout = check_probability("dropout", dropout)
         self.rotary = rotary
@@ -124,10 +132,9 @@ class MultiHeadAttention(nn.Module):
         q = transpose_qkv(q_all, self.num_heads)  # (B, H, Q, N/H)
         k = transpose_qkv(k_new, self.num_heads)  # (B, H, K_new, N/H)
         v = transpose_qkv(v_new, self.num_heads)  # (B, H, K_new, N/H)
-        if self.rotary:
-            positions = torch.arange(start, start + max(Q, k.shape[-2]), device=q.device)
-            q = apply_rotary(q, positions[:Q], base=self.rotary_base)
-            k = apply_rotary(k, positions[: k.shape[-2]], base=self.rotary_base)
+        if self.rotary:  # keys at start, …, K − 1; query i at K − Q + i (lower-right)
+            q = apply_rotary(q, torch.arange(K - Q, K, device=q.device), base=self.rotary_base)
+            k = apply_rotary(k, torch.arange(start, K, device=k.device), base=self.rotary_base)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H, K, N/H): the cached keys, then the new ones
         if hidden is not None and hidden.dim() == 3:  # (B, 1 or Q, K): the same for every head

@@ -9,9 +9,11 @@ LLaMA code, and interleaved (2i, 2i + 1), as in the RoFormer paper.
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
-from .checks import check_bool, check_floating, check_real
+from .checks import check_bool, check_floating, check_holds_data, check_real
 
 __all__ = ["apply_rotary", "rotary_angles"]
 
@@ -19,8 +21,21 @@ __all__ = ["apply_rotary", "rotary_angles"]
 def rotary_angles(
     positions: torch.Tensor, size: int, *, base: float = 10000.0, dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
-    """The angles p·θ_i, (T, D/2), for integer ``positions`` (T,) and an even feature ``size`` D,
-    computed in ``dtype`` (float64 by default; float32 where the device has no float64)."""
+    """The angles p·θ_i, (T, D/2), for ``positions`` (T,) (integers, or real numbers to draw
+    smooth curves) and an even feature ``size`` D ≥ 2, computed in the floating ``dtype``
+    (float64 by default; float32 where the device has no float64). ``base`` > 1."""
+    if not isinstance(positions, torch.Tensor) or positions.dim() != 1:
+        got = tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__
+        raise ValueError(f"positions must be a tensor of shape (T,), got {got}")
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise ValueError(f"positions must hold real numbers, got dtype {positions.dtype}")
+    check_holds_data("positions", positions)
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 2 or size % 2:
+        raise ValueError(f"size must be an even int >= 2, got {size!r}")
+    base = check_real("base", base, above=1.0)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    size = int(size)
     i = torch.arange(size // 2, device=positions.device, dtype=dtype)  # (D/2,)
     theta = torch.pow(torch.tensor(base, dtype=dtype, device=positions.device), -2.0 * i / size)
     return positions.to(dtype)[:, None] * theta[None, :]  # (T, D/2)
@@ -42,6 +57,7 @@ def apply_rotary(
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a tensor of shape (..., T, D), got {got}")
     check_floating("x", x)
+    check_holds_data("x", x)
     T, D = x.shape[-2:]
     if D % 2:
         raise ValueError(f"the feature size D must be even (pairs of features rotate), got D={D}")
@@ -54,6 +70,8 @@ def apply_rotary(
         raise ValueError(f"positions must have shape (T,) = ({T},), got {got}")
     elif positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
         raise ValueError(f"positions must hold integers, got dtype {positions.dtype}")
+    else:
+        check_holds_data("positions", positions)
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     angles = rotary_angles(positions.to(x.device), D, base=base,
                            dtype=torch.float32 if x.device.type == "mps" else torch.float64)

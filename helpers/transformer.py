@@ -1,4 +1,5 @@
-"""The Transformer block (pre-norm) and a small decoder-only language model built from it.
+"""The Transformer block (pre-norm), a small decoder-only language model built from it, and
+greedy generation with a KV cache.
 
 Legend: B batch, T tokens, N num_hiddens (model width), H heads, F ffn_hiddens, L layers,
 V vocabulary size. Mask convention: ``valid_lens`` (B,) or (B, T) keeps the first ``n`` keys;
@@ -10,13 +11,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_positive_int, check_probability, check_rank, check_size
+from .checks import (
+    check_bool, check_floating, check_int, check_like, check_positive_int, check_probability,
+    check_rank, check_size,
+)
 from .kv_cache import KVCache
 from .masking import ValidLens
 from .multihead import MultiHeadAttention
 from .positional import sinusoidal_table
 
-__all__ = ["TransformerBlock", "DecoderLM", "POSITIONAL"]
+__all__ = ["TransformerBlock", "DecoderLM", "POSITIONAL", "generate"]
 
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 POSITIONAL = ("sinusoidal", "rope", "none")
@@ -37,9 +41,9 @@ class TransformerBlock(nn.Module):
         activation: str = "gelu", *, rotary: bool = False,
     ) -> None:
         super().__init__()
-        check_positive_int("ffn_hiddens", ffn_hiddens)
-        check_probability("dropout", dropout)
-        if activation not in ACTIVATIONS:
+        ffn_hiddens = check_positive_int("ffn_hiddens", ffn_hiddens)
+        dropout = check_probability("dropout", dropout)
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout=dropout, bias=True,
                                             rotary=rotary)
@@ -54,6 +58,8 @@ class TransformerBlock(nn.Module):
         cache: KVCache | None = None, need_weights: bool = True,
     ) -> torch.Tensor:
         check_rank("X", X, 3, "(B, T, N)")
+        check_floating("X", X)
+        check_like("X", X, "the module's parameters", self.norm1.weight)
         check_size("feature size of X (num_hiddens)", self.norm1.normalized_shape[0], X.shape[-1])
         Y = self.norm1(X)
         X = X + self.dropout(self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache,
@@ -82,9 +88,11 @@ class DecoderLM(nn.Module):
             check_positive_int(name, value) for name, value in (
                 ("vocab_size", vocab_size), ("num_hiddens", num_hiddens), ("num_heads", num_heads),
                 ("num_layers", num_layers), ("max_len", max_len)))
-        if positional not in POSITIONAL:
+        if not isinstance(positional, str) or positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
-        ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else ffn_hiddens
+        ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else check_positive_int(
+            "ffn_hiddens", ffn_hiddens)
+        dropout = check_probability("dropout", dropout)
         self.vocab_size, self.max_len, self.positional = vocab_size, max_len, positional
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
         self.blocks = nn.ModuleList(
@@ -105,15 +113,8 @@ class DecoderLM(nn.Module):
         self, tokens: torch.Tensor, *, cache: list[KVCache] | None = None,
         need_weights: bool = True,
     ) -> torch.Tensor:
-        check_rank("tokens", tokens, 2, "(B, T)")
-        if tokens.dtype != torch.long:
-            raise ValueError(f"tokens must be a long tensor of token ids, got dtype {tokens.dtype}")
-        if tokens.numel() and not (0 <= int(tokens.min()) and int(tokens.max()) < self.vocab_size):
-            raise ValueError(f"tokens must lie in [0, vocab_size) = [0, {self.vocab_size}), got "
-                             f"values from {int(tokens.min())} to {int(tokens.max())}")
-        if cache is not None:
-            check_size("number of caches (one per layer)", len(self.blocks), len(cache))
-        start = 0 if cache is None else cache[0].length  # positions already in the cache
+        self._check_tokens("tokens", tokens, "(B, T)")
+        start = 0 if cache is None else self._cached_length(cache, tokens.shape[0])
         T = tokens.shape[1]
         if start + T > self.max_len:
             raise ValueError(f"sequence length must be at most max_len={self.max_len}, "
@@ -127,3 +128,64 @@ class DecoderLM(nn.Module):
                       need_weights=need_weights)  # (B, T, N)
         self.attention_weights = [block.attention.attention_weights for block in self.blocks]
         return self.head(self.norm(X))  # (B, T, V)
+
+    def _check_tokens(self, name: str, tokens: torch.Tensor, layout: str) -> None:
+        """Raise unless ``tokens`` is a long (B, T) tensor of ids in [0, V) on the model's device."""
+        check_rank(name, tokens, 2, layout)
+        if tokens.dtype != torch.long:
+            raise ValueError(f"{name} must be a long tensor of token ids, got dtype {tokens.dtype}")
+        device = self.embedding.weight.device
+        if tokens.device != device:
+            raise ValueError(f"{name} must be on the model's device ({device}), got {tokens.device}")
+        if tokens.numel() and not (0 <= int(tokens.min()) and int(tokens.max()) < self.vocab_size):
+            raise ValueError(f"{name} must lie in [0, vocab_size) = [0, {self.vocab_size}), got "
+                             f"values from {int(tokens.min())} to {int(tokens.max())}")
+
+    def _cached_length(self, cache: object, batch: int) -> int:
+        """T, the tokens every layer's cache holds; raise unless ``cache`` is one ``KVCache``
+        per layer, all of one length, holding a batch of ``batch``."""
+        if not isinstance(cache, (list, tuple)) or not all(isinstance(c, KVCache) for c in cache):
+            got = type(cache).__name__ if not isinstance(cache, (list, tuple)) else \
+                f"a {type(cache).__name__} holding " + ", ".join(
+                    sorted({type(c).__name__ for c in cache if not isinstance(c, KVCache)}))
+            raise ValueError(f"cache must be a list of one KVCache per layer (new_cache()), got {got}")
+        check_size("number of caches (one per layer)", len(self.blocks), len(cache))
+        lengths = [c.length for c in cache]
+        if len(set(lengths)) > 1:
+            raise ValueError(f"cache must hold one length in every layer, got lengths {lengths}")
+        held = next((c.keys.shape[0] for c in cache if c.keys is not None), batch)
+        if held != batch:
+            raise ValueError(f"tokens must have the batch size of the cache (B = {held}), got {batch}")
+        return lengths[0]
+
+
+@torch.no_grad()
+def generate(
+    model: DecoderLM, prompt: torch.Tensor, num_new: int, *, use_cache: bool = True,
+) -> torch.Tensor:
+    """Greedy decoding: append ``num_new`` tokens to ``prompt`` (B, T0), T0 ≥ 1, each the most
+    likely next token; returns a new tensor (B, T0 + num_new), never ``prompt`` itself. With
+    ``use_cache`` the prompt runs once, then each step feeds only the newest token and every
+    layer appends its keys and values to its ``KVCache`` (positions continue from the cache
+    length); without, each step re-runs the whole sequence. Both give the same tokens. The
+    model is put in eval mode and left so."""
+    if not isinstance(model, DecoderLM):
+        raise ValueError(f"model must be a DecoderLM, got {type(model).__name__}")
+    model._check_tokens("prompt", prompt, "(B, T0)")
+    if prompt.shape[1] == 0:
+        raise ValueError(f"prompt must hold at least one token (T0 >= 1), got shape {tuple(prompt.shape)}")
+    num_new = check_int("num_new", num_new, 0)
+    check_bool("use_cache", use_cache)
+    if prompt.shape[1] + num_new > model.max_len:
+        raise ValueError(f"prompt length + num_new must be at most max_len={model.max_len}, "
+                         f"got {prompt.shape[1]} + {num_new}")
+    model.eval()
+    tokens = prompt.clone()  # the result is ours, even when num_new is 0
+    cache = model.new_cache() if use_cache else None
+    logits = model(prompt, cache=cache)  # (B, T0, vocab); checks the tokens
+    for step in range(num_new):
+        next_token = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+        tokens = torch.cat([tokens, next_token], dim=1)  # (B, T0 + step + 1)
+        if step + 1 < num_new:
+            logits = model(next_token, cache=cache) if use_cache else model(tokens)
+    return tokens

@@ -721,7 +721,7 @@ def _transformer_cases() -> list[Bad]:
         Bad("MultiHeadAttention:cache-list", lambda: h.MultiHeadAttention(8, 2)(t(1, 3, 8), t(1, 3, 8), t(1, 3, 8), cache=[]),
             r"cache must be a KVCache or None, got list"),
         Bad("MultiHeadAttention:rotary-odd-head", lambda: h.MultiHeadAttention(6, 2, rotary=True),
-            r"rotary needs an even head size, got num_hiddens/num_heads = 6/2 = 3"),
+            r"rotary needs an even head size: num_hiddens/num_heads must be even, got 6/2 = 3"),
         Bad("MultiHeadAttention:rotary-str", lambda: h.MultiHeadAttention(8, 2, rotary="yes"),
             r"rotary must be True or False, got 'yes'"),
         Bad("MultiHeadAttention:rotary_base-1", lambda: h.MultiHeadAttention(8, 2, rotary=True, rotary_base=1),
@@ -777,6 +777,26 @@ def _transformer_cases() -> list[Bad]:
             r"prompt length \+ num_new must be at most max_len=6, got 2 \+ 5"),
         Bad("generate:prompt-rank-1", lambda: h.generate(lm(), torch.tensor([1, 2]), 1),
             r"prompt must have 2 dimensions \(B, T0\), got 1 with shape \(2,\)"),
+        Bad("generate:T0-0", lambda: h.generate(lm(), torch.zeros(1, 0, dtype=torch.long), 2),
+            r"prompt must hold at least one token \(T0 >= 1\), got shape \(1, 0\)"),
+        Bad("generate:use_cache-str", lambda: h.generate(lm(), tokens([1, 2]), 1, use_cache="no"),
+            r"use_cache must be True or False, got 'no'"),
+        Bad("generate:model-block", lambda: h.generate(h.TransformerBlock(8, 2, 16), tokens([1, 2]), 1),
+            r"model must be a DecoderLM, got TransformerBlock"),
+        Bad("generate:prompt-float", lambda: h.generate(lm(), torch.zeros(1, 2), 1),
+            r"prompt must be a long tensor of token ids, got dtype torch.float32"),
+        Bad("DecoderLM.forward:one-KVCache", lambda: lm()(tokens([1]), cache=h.KVCache()),
+            r"cache must be a list of one KVCache per layer \(new_cache\(\)\), got KVCache"),
+        Bad("TransformerBlock.forward:float64", lambda: h.TransformerBlock(8, 2, 16)(t(1, 3, 8, dtype=torch.float64)),
+            r"X must have the dtype and device of the module's parameters \(torch.float32 on cpu\), got torch.float64"),
+        Bad("KVCache.append:T_new-differs", lambda: h.KVCache().append(t(1, 2, 3, 4), t(1, 2, 2, 4)),
+            r"values must have the shape \(B, H, T_new\) of keys = \(1, 2, 3\), got \(1, 2, 2\)"),
+        Bad("KVCache.append:float64-onto-float32", lambda: (lambda c: (c.append(t(1, 2, 3, 4), t(1, 2, 3, 4)), c.append(
+            t(1, 2, 1, 4, dtype=torch.float64), t(1, 2, 1, 4, dtype=torch.float64))))(h.KVCache()),
+            r"keys must have the dtype and device of the cached keys \(torch.float32 on cpu\), got torch.float64"),
+        Bad("rotary_angles:size-odd", lambda: h.rotary.rotary_angles(torch.arange(3), 5), r"size must be an even int >= 2, got 5"),
+        Bad("rotary_angles:dtype-long", lambda: h.rotary.rotary_angles(torch.arange(3), 4, dtype=torch.long),
+            r"dtype must be a floating torch.dtype, got torch.int64"),
     ]
     return cases
 
@@ -799,6 +819,16 @@ def _edge_transformer() -> list[Edge]:
         Edge("DecoderLM:batch-0", lambda: lm()(torch.zeros(0, 3, dtype=torch.long)), lambda out: out.shape == (0, 3, 5)),
         Edge("generate:num_new-0", lambda: h.generate(lm(), torch.tensor([[1, 2]]), 0), lambda out: out.tolist() == [[1, 2]]),
         Edge("generate:np.int64", lambda: h.generate(lm(), torch.tensor([[1, 2]]), np.int64(2)), lambda out: out.shape == (1, 4)),
+        Edge("generate:num_new-0-is-a-copy", lambda: (lambda p: (p, h.generate(lm(), p, 0)))(torch.tensor([[1, 2]])),
+             lambda r: torch.equal(r[0], r[1]) and r[0].data_ptr() != r[1].data_ptr()),
+        Edge("MultiHeadAttention:causal-K-0", lambda: h.MultiHeadAttention(8, 2)(t(1, 3, 8), t(1, 0, 8), t(1, 0, 8), causal=True),
+             lambda out: out.shape == (1, 3, 8) and bool((out == 0).all())),
+        Edge("MultiHeadAttention:rotary-last-queries", lambda: (lambda m, x: (m(x[:, 3:], x, x, causal=True),
+                                                                               m(x, x, x, causal=True)[:, 3:]))(
+            h.MultiHeadAttention(8, 2, rotary=True).eval(), t(1, 5, 8)),
+             lambda r: torch.allclose(r[0], r[1], atol=1e-6)),
+        Edge("rotary_angles:fractional", lambda: h.rotary.rotary_angles(torch.tensor([0.5]), 2, base=4.0),
+             lambda a: a.tolist() == [[0.5]]),
     ]
 
 

@@ -89,3 +89,106 @@ def test_generate_checks_its_arguments():
     model(prompt, cache=cache)
     with pytest.raises(ValueError, match=r"sequence length must be at most max_len=6, got 7 \(4 cached \+ 3 new\)"):
         model(torch.zeros(1, 3, dtype=torch.long), cache=cache)
+
+
+@pytest.mark.parametrize("keys, values, match", [
+    (torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 2, 4),
+     r"values must have the shape \(B, H, T_new\) of keys = \(1, 2, 1\), got \(1, 2, 2\)"),
+    (torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 2, 1, 4, dtype=torch.float64),
+     r"keys must have the dtype and device of the cached keys \(torch.float32 on cpu\), got torch.float64 on cpu"),
+    (torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4, dtype=torch.float64),
+     r"values must have the dtype and device of keys \(torch.float32 on cpu\), got torch.float64"),
+    (torch.zeros(1, 2, 1, 4, device="meta"), torch.zeros(1, 2, 1, 4, device="meta"),
+     r"keys must .*got .*meta"),
+    (torch.zeros(1, 2, 1, 4, dtype=torch.long), torch.zeros(1, 2, 1, 4, dtype=torch.long),
+     r"keys must be a floating-point tensor, got dtype torch.int64"),
+])
+def test_append_refuses_what_does_not_fit_the_cache(keys, values, match):
+    cache = KVCache()
+    cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+    with pytest.raises(ValueError, match=match):
+        cache.append(keys, values)
+    assert cache.length == 3 and cache.keys.dtype == torch.float32  # unchanged
+
+
+def test_first_append_checks_keys_against_values_too():
+    with pytest.raises(ValueError, match=r"values must have the shape \(B, H, T_new\) of keys = \(1, 2, 3\), got \(1, 2, 2\)"):
+        KVCache().append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 2, 4))
+    with pytest.raises(ValueError, match=r"keys must .*got .*meta"):
+        KVCache().append(torch.zeros(1, 2, 3, 4, device="meta"), torch.zeros(1, 2, 3, 4, device="meta"))
+    cache = KVCache()  # values may have another last size than keys
+    keys, values = cache.append(torch.zeros(1, 2, 3, 4), torch.ones(1, 2, 3, 6))
+    assert keys.shape == (1, 2, 3, 4) and values.shape == (1, 2, 3, 6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a second device")
+def test_append_refuses_another_device():
+    cache = KVCache()
+    cache.append(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+    with pytest.raises(ValueError, match=r"keys must have the dtype and device of the cached keys"):
+        cache.append(torch.zeros(1, 2, 1, 4, device="cuda"), torch.zeros(1, 2, 1, 4, device="cuda"))
+
+
+def test_generate_returns_a_new_tensor_and_checks_model_prompt_and_flag():
+    model = DecoderLM(5, 8, 2, num_layers=1, max_len=6)
+    prompt = torch.tensor([[1, 2]])
+    out = generate(model, prompt, 0)
+    assert torch.equal(out, prompt) and out.data_ptr() != prompt.data_ptr()
+    out[0, 0] = 4
+    assert prompt.tolist() == [[1, 2]]  # the prompt is not the result
+    with pytest.raises(ValueError, match=r"prompt must hold at least one token \(T0 >= 1\), got shape \(1, 0\)"):
+        generate(model, torch.zeros(1, 0, dtype=torch.long), 2)
+    with pytest.raises(ValueError, match=r"use_cache must be True or False, got 'no'"):
+        generate(model, prompt, 1, use_cache="no")
+    with pytest.raises(ValueError, match=r"model must be a DecoderLM, got str"):
+        generate("gpt", prompt, 1)
+
+
+def test_decoder_refuses_one_cache_instead_of_one_per_layer():
+    model = DecoderLM(5, 8, 2, num_layers=2, max_len=6)
+    tokens = torch.tensor([[1, 2]])
+    with pytest.raises(ValueError, match=r"cache must be a list of one KVCache per layer \(new_cache\(\)\), got KVCache"):
+        model(tokens, cache=KVCache())
+    with pytest.raises(ValueError, match=r"cache must be a list of one KVCache per layer \(new_cache\(\)\), got a list holding str"):
+        model(tokens, cache=[KVCache(), "x"])
+    cache = model.new_cache()
+    model(tokens, cache=cache)
+    with pytest.raises(ValueError, match=r"tokens must have the batch size of the cache \(B = 1\), got 3"):
+        model(torch.tensor([[1], [2], [3]]), cache=cache)
+
+
+MODULES = ("helpers.kv_cache", "helpers.multihead", "helpers.transformer", "helpers.rotary")
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_each_model_module_imports_alone(module):
+    """A fresh interpreter imports the module by itself (no import cycle to trip over)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_cache_imports_nothing_of_the_model():
+    """kv_cache.py is the plain data structure at the bottom: it imports neither the
+    attention module nor the model, not even for type checking."""
+    import ast
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[1] / "helpers" / "kv_cache.py"
+    imported = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[-1])
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[-1] for alias in node.names)
+    assert not imported & {"transformer", "multihead", "DecoderLM", "MultiHeadAttention", "generate"}, imported
+    import helpers
+    import helpers.transformer
+
+    assert helpers.generate is helpers.transformer.generate and helpers.KVCache.__module__ == "helpers.kv_cache"

@@ -218,3 +218,71 @@ def test_unseen_rows_stay_harmless_with_a_cache(need_weights):
     expected = mha(x[:, 2:], x[:, :3], x[:, :3])  # the same queries over the three valid keys
     assert not out.isnan().any()
     torch.testing.assert_close(out, expected)
+
+
+def rope_reference(mha: MultiHeadAttention, q_in, kv_in, q_positions, k_positions, causal):
+    """MultiHeadAttention with RoPE written out: projections, heads, apply_rotary at the given
+    positions, the lower-right causal mask, softmax, heads merged, W_o. All float64."""
+    from helpers import apply_rotary
+
+    H = mha.num_heads
+    q = transpose_qkv(q_in.double() @ mha.W_q.weight.double().T, H)  # (B, H, Q, d)
+    k = transpose_qkv(kv_in.double() @ mha.W_k.weight.double().T, H)  # (B, H, K, d)
+    v = transpose_qkv(kv_in.double() @ mha.W_v.weight.double().T, H)
+    if q_positions is not None:
+        q = apply_rotary(q, torch.tensor(q_positions))
+        k = apply_rotary(k, torch.tensor(k_positions))
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (B, H, Q, K)
+    if causal:
+        Q, K = scores.shape[-2:]
+        seen = torch.arange(K)[None, :] <= torch.arange(Q)[:, None] + (K - Q)  # query i at K − Q + i
+        scores = scores.masked_fill(~seen, float("-inf"))
+    return transpose_output(scores.softmax(-1) @ v) @ mha.W_o.weight.double().T  # (B, Q, N)
+
+
+@pytest.mark.parametrize("rotary", [False, True])
+@pytest.mark.parametrize("use_cache", [False, True])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_last_queries_equal_the_last_rows_of_full_causal_self_attention(rotary, use_cache, need_weights):
+    """Queries X[:, 3:] against all of X (or against a cache holding X[:, :3]) sit at positions
+    3, 4 for the causal mask (lower-right) and for RoPE alike."""
+    from helpers import KVCache
+
+    torch.manual_seed(7)
+    mha = MultiHeadAttention(8, 2, rotary=rotary).eval()
+    X = torch.randn(2, 5, 8)
+    full = mha(X, X, X, causal=True, need_weights=need_weights)  # (B, 5, N)
+    if use_cache:
+        cache = KVCache()
+        mha(X[:, :3], X[:, :3], X[:, :3], causal=True, cache=cache)
+        part = mha(X[:, 3:], X[:, 3:], X[:, 3:], causal=True, cache=cache, need_weights=need_weights)
+    else:
+        part = mha(X[:, 3:], X, X, causal=True, need_weights=need_weights)
+    torch.testing.assert_close(part, full[:, 3:])
+    expected = rope_reference(mha, X[:, 3:], X, [3, 4] if rotary else None, [0, 1, 2, 3, 4], True)
+    torch.testing.assert_close(part.double(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_rotary_without_causal_uses_the_same_lower_right_positions():
+    """Q ≠ K without causal: query i is rotated at position K − Q + i (the documented convention),
+    so X[:, 3:] against X gives the last rows of the full self-attention."""
+    torch.manual_seed(8)
+    mha = MultiHeadAttention(8, 2, rotary=True).eval()
+    X = torch.randn(1, 5, 8)
+    torch.testing.assert_close(mha(X[:, 3:], X, X), mha(X, X, X)[:, 3:])
+    expected = rope_reference(mha, X[:, 3:], X, [3, 4], [0, 1, 2, 3, 4], False)
+    torch.testing.assert_close(mha(X[:, 3:], X, X).double(), expected, rtol=1e-5, atol=1e-6)
+    # Q > K: the first queries sit at negative positions (K − Q + i), as the causal mask has them
+    expected = rope_reference(mha, X, X[:, :2], [-3, -2, -1, 0, 1], [0, 1], False)
+    torch.testing.assert_close(mha(X, X[:, :2], X[:, :2]).double(), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_causal_with_zero_keys_gives_zeros_like_without(need_weights):
+    """No key at all: causal=True hides nothing more; the error once named num_keys, an
+    argument the caller never passed."""
+    mha = MultiHeadAttention(8, 2).eval()
+    q, kv = torch.randn(1, 3, 8), torch.zeros(1, 0, 8)
+    out = mha(q, kv, kv, causal=True, need_weights=need_weights)
+    torch.testing.assert_close(out, mha(q, kv, kv, need_weights=need_weights))
+    torch.testing.assert_close(out, torch.zeros(1, 3, 8))  # no bias: every head's output is 0

@@ -95,3 +95,34 @@ def test_every_dtype_keeps_its_dtype_and_is_close_to_float64(device, dtype):
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         apply_rotary(**kwargs)
+
+
+def test_rotary_angles_are_position_times_theta():
+    from helpers.rotary import rotary_angles
+
+    positions = torch.tensor([0, 3, 10])
+    got = rotary_angles(positions, 6, base=100.0)
+    expected = torch.tensor([[p * 100.0 ** (-2 * i / 6) for i in range(3)] for p in (0, 3, 10)],
+                            dtype=torch.float64)
+    assert got.dtype == torch.float64 and got.shape == (3, 3)
+    torch.testing.assert_close(got, expected)
+    half = rotary_angles(torch.tensor([0.5, 1.5]), 4, dtype=torch.float32)  # fractional positions
+    torch.testing.assert_close(half, torch.tensor([[0.5, 0.005], [1.5, 0.015]]))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(positions=torch.arange(3), size=5), r"size must be an even int >= 2, got 5"),
+    (dict(positions=torch.arange(3), size=0), r"size must be an even int >= 2, got 0"),
+    (dict(positions=torch.arange(3), size=True), r"size must be an even int >= 2, got True"),
+    (dict(positions=torch.arange(3), size=4, base=1.0), r"base must be a finite number > 1.0, got 1.0"),
+    (dict(positions=torch.arange(3), size=4, dtype=torch.long), r"dtype must be a floating torch.dtype, got torch.int64"),
+    (dict(positions=torch.arange(3), size=4, dtype="float32"), r"dtype must be a floating torch.dtype, got 'float32'"),
+    (dict(positions=torch.zeros(2, 3), size=4), r"positions must be a tensor of shape \(T,\), got \(2, 3\)"),
+    (dict(positions=[0, 1], size=4), r"positions must be a tensor of shape \(T,\), got list"),
+    (dict(positions=torch.ones(3, dtype=torch.bool), size=4), r"positions must hold real numbers, got dtype torch.bool"),
+])
+def test_rotary_angles_bad_input(kwargs, match):
+    from helpers.rotary import rotary_angles
+
+    with pytest.raises(ValueError, match=match):
+        rotary_angles(**kwargs)

@@ -128,7 +128,7 @@ def test_decoder_rejects_bad_tokens(tokens, match):
 def test_decoder_rejects_bad_arguments():
     with pytest.raises(ValueError, match=r"positional must be one of \('sinusoidal', 'rope', 'none'\), got 'learned'"):
         DecoderLM(5, 8, 2, 1, positional="learned")
-    with pytest.raises(ValueError, match=r"rotary needs an even head size, got num_hiddens/num_heads = 6/2 = 3"):
+    with pytest.raises(ValueError, match=r"rotary needs an even head size: num_hiddens/num_heads must be even, got 6/2 = 3"):
         DecoderLM(5, 6, 2, 1, positional="rope")
     with pytest.raises(ValueError, match=r"vocab_size must be a positive int, got 0"):
         DecoderLM(0, 8, 2, 1)
@@ -151,3 +151,19 @@ def test_decoder_trains_on_a_task_that_needs_attention():
     with torch.no_grad():
         accuracy = (model(x)[:, 2:].argmax(-1) == x[:, :-2]).float().mean().item()
     assert accuracy > 0.9, accuracy  # chance is 1/6
+
+
+def test_block_refuses_input_of_another_dtype_than_its_weights():
+    block = TransformerBlock(8, 2, 16)
+    with pytest.raises(ValueError, match=r"X must have the dtype and device of the module's parameters "
+                                         r"\(torch.float32 on cpu\), got torch.float64 on cpu"):
+        block(torch.randn(1, 3, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"X must be a floating-point tensor, got dtype torch.int64"):
+        block(torch.zeros(1, 3, 8, dtype=torch.long))
+    assert block.double()(torch.randn(1, 3, 8, dtype=torch.float64)).dtype == torch.float64
+
+
+def test_decoder_refuses_tokens_on_another_device():
+    model = DecoderLM(5, 8, 2, num_layers=1, max_len=6)
+    with pytest.raises(ValueError, match=r"tokens must be on the model's device \(cpu\), got meta"):
+        model(torch.zeros(1, 3, dtype=torch.long, device="meta"))
