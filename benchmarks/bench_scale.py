@@ -5,9 +5,10 @@ cache's speed-up in ``generate``.
 Legend: B batch, H heads, L queries = keys (self-attention), D head size, b block size.
 
 Targets: ``tiled_attention``'s peak memory ≤ 1/4 of the naive path's once L ≥ 4·b (it should
-hold a few tiles and the output, never a (L, L) matrix); generating with the cache takes ≤ 1.00×
-the time without it. Speed against SDPA is reported, not targeted: the tiles run as many small
-PyTorch calls from Python, which a fused kernel does not pay.
+hold a few tiles and the output, never a (L, L) matrix), without grad and, with inputs that
+require grad, for the forward whose graph is kept for backward; generating with the cache takes
+≤ 1.00× the time without it. Speed against SDPA is reported, not targeted: the tiles run as many
+small PyTorch calls from Python, which a fused kernel does not pay.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from helpers.tiling import peak_bytes
 from .bench_attention import _SHORT, Case, _agree  # shared with the attention benchmark
 from .common import Col, Config, Table, compare, verdict
 
-__all__ = ["Case", "GenCase", "DEFAULT_CASES", "QUICK_CASES", "CUDA_CASES", "naive_attention",
-           "bench_tiled", "bench_kv_cache", "run"]
+__all__ = ["Case", "GenCase", "DEFAULT_CASES", "QUICK_CASES", "CUDA_CASES", "GRAD_LENGTHS",
+           "QUICK_GRAD_LENGTHS", "naive_attention", "bench_tiled", "bench_grad_memory",
+           "bench_kv_cache", "run"]
 
 BLOCK = 128  # tiled_attention's block size here
 TARGET_MEMORY = 0.25  # tiled peak ÷ naive peak, once L ≥ 4·b
@@ -55,6 +57,8 @@ class GenCase:
 DEFAULT_CASES = (Case(1, 8, 512, 64), Case(1, 8, 2048, 64))
 CUDA_CASES = (Case(4, 16, 1024, 64), Case(4, 16, 4096, 64), Case(4, 16, 8192, 64))
 QUICK_CASES = (Case(1, 2, 64, 16), Case(1, 2, 200, 16))
+GRAD_LENGTHS = (1024, 2048, 4096, 8192)  # L for the memory with grad (B = H = 1, D = 64)
+QUICK_GRAD_LENGTHS = (64, 160)
 DEFAULT_GEN = (GenCase(1, 16, 64), GenCase(1, 16, 256), GenCase(4, 16, 64))
 QUICK_GEN = (GenCase(1, 4, 6, layers=1, N=16, H=2),)
 
@@ -165,6 +169,74 @@ def bench_tiled(cfg: Config, dtype: torch.dtype, cases: tuple[Case, ...], *,
     return table
 
 
+# -------------------------------------------------------------------- memory with grad
+def bench_grad_memory(cfg: Config, lengths: tuple[int, ...], *, echo: bool = True) -> Table:
+    """Peak memory of each path when the inputs require grad: the forward with its graph kept
+    (what autograd saves for backward, alive until measured), and forward + backward."""
+    paths: dict[str, Callable[..., torch.Tensor]] = {
+        "naive": naive_attention,
+        "sdpa": _sdpa(None),
+        "tiled": lambda q, k, v, causal: tiled_attention(q, k, v, block_size=BLOCK, causal=causal),
+    }
+    titles = {"naive": "naive", "sdpa": "SDPA", "tiled": f"tiled b={BLOCK}"}
+    cols = [Col("L", "L", "int", width=5), Col("mask", "mask", width=6),
+            Col("scores", "one (L, L)", "bytes")]
+    cols += [Col(f"fwd_{p}", f"{titles[p]} fwd", "bytes") for p in paths]
+    cols += [Col(f"both_{p}", f"{titles[p]} fwd+bwd", "bytes") for p in paths]
+    cols += [Col("x_naive", "tiled ÷ naive fwd", "ratio", width=7),
+             Col("agree", "same grads", width=5),
+             Col("status", f"target tiled fwd ≤{TARGET_MEMORY:.2f}× naive", width=14)]
+    dev = f"{cfg.device.type}, float32"
+    table = Table(f"peak memory with grad, (B, H, L, D) = (1, 1, L, 64) ({dev})", cols,
+                  short=f"memory with grad ({dev})", echo=echo)
+    for L in lengths:
+        gen = torch.Generator().manual_seed(0)
+        q, k, v, d_out = (torch.randn(1, 1, L, 64, generator=gen).to(cfg.device)
+                          for _ in range(4))
+        for t in (q, k, v):
+            t.requires_grad_()
+        for causal in (False, True):
+            row: dict[str, object] = {}
+            grads: dict[str, tuple[torch.Tensor, ...]] = {}
+            for name, path in paths.items():
+                row[f"fwd_{name}"] = peak_bytes(lambda: path(q, k, v, causal), cfg.device)
+
+                def both(name=name, path=path):
+                    grads[name] = torch.autograd.grad(path(q, k, v, causal), (q, k, v), d_out)
+
+                row[f"both_{name}"] = peak_bytes(both, cfg.device)
+            agree = all(torch.allclose(a, b, rtol=1e-4, atol=1e-4)
+                        for name in ("sdpa", "tiled") for a, b in zip(grads[name], grads["naive"]))
+            del grads
+            ratio = row["fwd_tiled"] / row["fwd_naive"] if row["fwd_naive"] else None
+            status = (verdict(ratio, TARGET_MEMORY) if L >= 4 * BLOCK
+                      else f"n/a (L < {4 * BLOCK})")
+            table.add(L=L, mask="causal" if causal else "none", scores=L * L * 4, **row,
+                      x_naive=ratio, agree="yes" if agree else "NO", status=status)
+        del q, k, v, d_out
+    table.note("Inputs (1, 1, L, 64) float32 that require grad. fwd = one call, its result and "
+               "so the graph autograd saves for backward kept alive until measured; fwd+bwd = "
+               "torch.autograd.grad(out, (q, k, v), dO), its three gradients included. same "
+               f"grads: SDPA's and tiled_attention(block_size={BLOCK})'s equal the naive "
+               "path's. one (L, L) = one float32 score matrix, for scale.")
+    if cfg.device.type == "cuda":
+        table.note("peak = torch.cuda.max_memory_allocated during the call, beyond what was "
+                   "allocated before: everything, the saved graph and the backward's work "
+                   "included.")
+    else:
+        table.note("peak = helpers.tiling.peak_bytes, which on the CPU counts the tensors that "
+                   "PyTorch calls made from Python return, while alive. It sees what the graph "
+                   "saves when that is such a tensor (the naive path's (L, L) weights; "
+                   "tiled_attention's output and log-sum-exp per query) but not what one call "
+                   "keeps to itself (SDPA's log-sum-exp, L floats). The backward is one call, "
+                   "torch.autograd.grad: only the gradients it returns are seen, none of the "
+                   "work inside it (the naive path's (L, L) gradients of the weights and "
+                   "scores, the tiles tiled_attention's backward recomputes): on the CPU "
+                   "fwd+bwd is a lower bound, the forward's graph and the three gradients. "
+                   "Run with --device cuda for the whole of it.")
+    return table
+
+
 # ------------------------------------------------------------------------------ KV cache
 def bench_kv_cache(cfg: Config, cases: tuple[GenCase, ...], *, echo: bool = True) -> Table:
     """Greedy generation with and without the KV cache: time, tokens/s, same tokens."""
@@ -204,14 +276,20 @@ def bench_kv_cache(cfg: Config, cases: tuple[GenCase, ...], *, echo: bool = True
 
 def run(cfg: Config, cases: tuple[Case, ...] | None = None,
         gen_cases: tuple[GenCase, ...] | None = None, *, echo: bool = True) -> list[Table]:
+    """The tiled-attention table per dtype, the memory with grad (float32), the KV cache."""
     if cases is None:
         cases = QUICK_CASES if cfg.quick else CUDA_CASES if cfg.device.type == "cuda" else DEFAULT_CASES
     if cfg.max_len is not None:
         cases = tuple(c for c in cases if c.L <= cfg.max_len)
     gen_cases = gen_cases or (QUICK_GEN if cfg.quick else DEFAULT_GEN)
+    lengths = QUICK_GRAD_LENGTHS if cfg.quick else GRAD_LENGTHS
+    if cfg.max_len is not None:
+        lengths = tuple(L for L in lengths if L <= cfg.max_len)
     tables: list[Table] = []
     with torch.inference_mode():
         for dtype in cfg.dtypes:
             tables.append(bench_tiled(cfg, dtype, cases, echo=echo))
+    tables.append(bench_grad_memory(cfg, lengths, echo=echo))  # needs grad: not inference mode
+    with torch.inference_mode():
         tables.append(bench_kv_cache(cfg, gen_cases, echo=echo))
     return tables

@@ -1,6 +1,6 @@
 """FlashAttention's idea from scratch: the online softmax (在线softmax) and attention computed
-tile by tile (分块), never holding the (Q, K) score matrix; and a meter for the bytes a call
-allocates, to show it.
+tile by tile (分块), forward and backward, never holding the (Q, K) score matrix; and a meter for
+the bytes a call allocates, to show it.
 
 Legend: ... any leading (batch, head) dims, Q queries, K key-value pairs, D query/key size,
 V value size, b block size. Mask convention: ``causal=True`` hides every key in a query's
@@ -11,17 +11,19 @@ part). A query that sees no key at all gets an all-zero output, never NaN.
 from __future__ import annotations
 
 import math
+import numbers
 import weakref
 from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
+from torch.autograd.function import once_differentiable
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from .checks import (
-    broadcast_shape, check_bool, check_floating, check_like, check_positive_int, check_qk_size,
-    check_size,
+    as_device, as_usable_device, broadcast_shape, check_bool, check_floating, check_holds_data,
+    check_like, check_positive_int, check_qk_size, check_size,
 )
 
 __all__ = [
@@ -34,52 +36,131 @@ HALF = (torch.float16, torch.bfloat16)  # accumulated in float32
 
 
 # ----------------------------------------------------------------------- the online softmax
-class OnlineSoftmax(NamedTuple):
+class _Fields(NamedTuple):
+    max: torch.Tensor
+    sum: torch.Tensor
+    out: torch.Tensor
+
+
+class OnlineSoftmax(_Fields):
     """What a row of the online softmax carries from one block of keys to the next.
 
     ``max`` (..., 1): the largest score seen so far (−inf before any key); ``sum`` (..., 1):
     Σ exp(score − max) over the keys seen; ``out`` (..., V): Σ exp(score − max) · value, the
     output *not yet divided* by ``sum``. Both sums are always relative to the current ``max``.
+    The three are floating tensors of one dtype and device; the shapes are checked when built.
     """
 
-    max: torch.Tensor
-    sum: torch.Tensor
-    out: torch.Tensor
+    __slots__ = ()
+
+    def __new__(cls, max: torch.Tensor, sum: torch.Tensor, out: torch.Tensor) -> OnlineSoftmax:
+        _check_state_fields(max, sum, out, "")
+        return super().__new__(cls, max, sum, out)
+
+
+def _check_state_fields(m: object, s: object, o: object, prefix: str) -> None:
+    """Raise unless max (..., 1), sum (..., 1) and out (..., V) agree (names get ``prefix``)."""
+    for name, t in (("max", m), ("sum", s), ("out", o)):
+        check_floating(prefix + name, t)
+    check_holds_data(prefix + "max", m)  # (the others: on max's device)
+    check_like(prefix + "sum", s, prefix + "max", m)
+    check_like(prefix + "out", o, prefix + "max", m)
+    if m.dim() < 1 or m.shape[-1] != 1:
+        raise ValueError(f"{prefix}max must be a tensor of shape (..., 1), got shape "
+                         f"{tuple(m.shape)}")
+    if s.shape != m.shape:
+        raise ValueError(f"{prefix}sum must be a tensor of shape (..., 1) = {tuple(m.shape)} as "
+                         f"{prefix}max, got shape {tuple(s.shape)}")
+    if o.dim() != m.dim() or o.shape[:-1] != m.shape[:-1]:
+        rows = ", ".join(str(n) for n in (*m.shape[:-1], "V"))
+        raise ValueError(f"{prefix}out must be a tensor of shape (..., V) = ({rows}) as "
+                         f"{prefix}max, got shape {tuple(o.shape)}")
+
+
+def _check_state(state: object) -> None:
+    if not isinstance(state, OnlineSoftmax):
+        raise ValueError("state must be an OnlineSoftmax (from online_softmax_start or "
+                         f"online_softmax_update), got {type(state).__name__}")
+    _check_state_fields(*state, "state.")
 
 
 def online_softmax_start(
     rows: tuple[int, ...], value_size: int, *, dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> OnlineSoftmax:
-    """The state before any key: max −inf, sum 0, out 0, for rows of shape ``rows`` (..., Q)."""
+    """The state before any key: max −inf, sum 0, out 0, for rows of shape ``rows`` (..., Q):
+    a tuple of sizes, ``()`` for a single row. ``dtype``: a floating dtype."""
+    if not isinstance(rows, tuple) or not all(
+            isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 0 for n in rows):
+        raise ValueError(f"rows must be a tuple of non-negative ints (..., Q), got {rows!r}")
+    rows = tuple(int(n) for n in rows)
+    check_positive_int("value_size", value_size)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    device = as_usable_device("device", device)  # None: PyTorch's default
     return OnlineSoftmax(torch.full((*rows, 1), -math.inf, dtype=dtype, device=device),
                          torch.zeros((*rows, 1), dtype=dtype, device=device),
-                         torch.zeros((*rows, value_size), dtype=dtype, device=device))
+                         torch.zeros((*rows, int(value_size)), dtype=dtype, device=device))
+
+
+def _check_block(state: OnlineSoftmax, scores: object, values: object) -> None:
+    """Raise unless ``scores`` (..., Q, n) and ``values`` (..., n, V) fit ``state``."""
+    _check_state(state)
+    rows = tuple(state.max.shape[:-1])  # (..., Q)
+    check_floating("scores", scores)
+    if scores.dim() != len(rows) + 1 or tuple(scores.shape[:-1]) != rows:
+        layout = ", ".join(str(n) for n in (*rows, "n"))
+        raise ValueError(f"scores must be a tensor of shape (..., Q, n) = ({layout}) as the "
+                         f"state's rows, got shape {tuple(scores.shape)}")
+    check_like("scores", scores, "state.max", state.max)
+    check_floating("values", values)
+    if values.dim() < 2:
+        raise ValueError("values must be a tensor of at least 2 dimensions (..., n, V), got "
+                         f"shape {tuple(values.shape)}")
+    check_like("values", values, "state.max", state.max)
+    check_size("number of values (n, one per score)", scores.shape[-1], values.shape[-2])
+    check_size("value size (V, as state.out)", state.out.shape[-1], values.shape[-1])
+    if broadcast_shape(values.shape[:-2], rows[:-1]) != rows[:-1]:
+        raise ValueError(f"values must have leading dims that broadcast to {rows[:-1]} (the "
+                         f"state's, without Q), got shape {tuple(values.shape)}")
 
 
 def online_softmax_update(
     state: OnlineSoftmax, scores: torch.Tensor, values: torch.Tensor,
 ) -> OnlineSoftmax:
     """Fold one block of keys into ``state``: ``scores`` (..., Q, n) of these n keys (−inf for
-    a hidden key), ``values`` (..., n, V). Returns the new state; nothing is modified.
+    a hidden key; (n,) for a state of rows ``()``), ``values`` (..., n, V) whose leading dims
+    broadcast to the state's. Returns the new state; nothing is modified.
 
     m' = max(m, max scores); what was summed under m is rescaled by exp(m − m'):
     sum' = exp(m − m')·sum + Σ exp(s − m'),  out' = exp(m − m')·out + exp(s − m') @ values.
     """
+    _check_block(state, scores, values)
+    return _online_softmax_update(state, scores, values)
+
+
+def _online_softmax_update(
+    state: OnlineSoftmax, scores: torch.Tensor, values: torch.Tensor,
+) -> OnlineSoftmax:
+    """``online_softmax_update`` without the checks (tiled_attention's inner loop, whose inputs
+    are checked once)."""
+    if scores.shape[-1] == 0:
+        return state  # an empty block: nothing to fold in
     new_max = torch.maximum(state.max, scores.amax(dim=-1, keepdim=True))  # (..., Q, 1)
     # A row that has seen no visible key yet keeps max −inf; exp(−inf − (−inf)) would be NaN,
     # so such rows subtract 0 instead (their scores are −inf: exp gives exact zeros).
     shift = new_max.masked_fill(new_max == -math.inf, 0.0)  # (..., Q, 1)
     rescale = torch.exp(state.max - shift)  # (..., Q, 1): 0 for a row's first visible key
     p = torch.exp(scores - shift)  # (..., Q, n)
-    return OnlineSoftmax(new_max,
-                         rescale * state.sum + p.sum(dim=-1, keepdim=True),  # (..., Q, 1)
-                         rescale * state.out + p @ values)  # (..., Q, V)
+    return OnlineSoftmax._make((new_max,  # (_make: the fields are right by construction)
+                                rescale * state.sum + p.sum(dim=-1, keepdim=True),  # (..., Q, 1)
+                                rescale * state.out + p @ values))  # (..., Q, V)
 
 
 def online_softmax_result(state: OnlineSoftmax) -> torch.Tensor:
     """``out / sum`` (..., Q, V): the attention output over the keys seen so far; all zeros for
     a row that has seen no visible key (its sum is 0; any other row's sum is ≥ 1)."""
+    _check_state(state)
     return state.out / torch.where(state.sum > 0, state.sum, torch.ones_like(state.sum))
 
 
@@ -101,6 +182,7 @@ def tile_kinds(
     for name, value in (("num_queries", num_queries), ("num_keys", num_keys),
                         ("block_size", block_size)):
         check_positive_int(name, value)
+    check_bool("causal", causal)
     q_first, q_last = _block_bounds(num_queries, block_size)
     k_first, k_last = _block_bounds(num_keys, block_size)
     if not causal:
@@ -118,8 +200,8 @@ def tile_flops(
     """(FLOPs of the tiles computed, FLOPs of all tiles): each tile of bq queries and bk keys
     costs 2·bq·bk·D for its scores Q Kᵀ and 2·bq·bk·V for P·V (one multiply and one add each).
     All tiles is what attention without tiling computes, causal or not."""
-    check_positive_int("qk_size", qk_size)
-    check_positive_int("value_size", value_size)
+    qk_size = check_positive_int("qk_size", qk_size)
+    value_size = check_positive_int("value_size", value_size)
     kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal)
     q_first, q_last = _block_bounds(num_queries, block_size)
     k_first, k_last = _block_bounds(num_keys, block_size)
@@ -145,6 +227,7 @@ def _check_inputs(queries: object, keys: object, values: object, block_size: obj
             got = f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{name} must be a tensor of at least 2 dimensions {layout}, got {got}")
         check_floating(name, t)
+    check_holds_data("queries", queries)  # (keys and values: on the queries' device)
     if not queries.dtype == keys.dtype == values.dtype:
         raise ValueError(f"queries, keys and values must share one dtype, got {queries.dtype}, "
                          f"{keys.dtype} and {values.dtype}")
@@ -154,8 +237,8 @@ def _check_inputs(queries: object, keys: object, values: object, block_size: obj
     check_size("number of values (K, one per key)", keys.shape[-2], values.shape[-2])
     if broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2]) is None:
         raise ValueError(
-            f"leading dims must broadcast: queries {tuple(queries.shape)}, keys "
-            f"{tuple(keys.shape)}, values {tuple(values.shape)}")
+            f"leading dims of queries, keys and values must broadcast, got shapes "
+            f"{tuple(queries.shape)}, {tuple(keys.shape)} and {tuple(values.shape)}")
     check_positive_int("block_size", block_size)
 
 
@@ -165,25 +248,42 @@ def tiled_attention(
 ) -> torch.Tensor:
     """softmax(Q Kᵀ / √D) V, computed one (query block, key block) tile at a time with the
     online softmax, as FlashAttention does: no (Q, K) matrix is ever held, at most a
-    (b, b) block of scores per leading index.
+    (b, b) block of scores per leading index, forward and backward.
 
     ``queries`` (..., Q, D), ``keys`` (..., K, D), ``values`` (..., K, V), leading dims
     broadcastable → (..., Q, V) in the inputs' dtype. Any Q, K and ``block_size`` ≥ 1 (the
     last block of a row or column may be shorter). float16 / bfloat16 are accumulated in
     float32. ``causal``: lower-right aligned as ``causal_mask`` (True = takes part); tiles
     whose keys are all in the future are skipped, not computed; a query that sees no key
-    (the first Q − K ones when Q > K) gets zeros. The inputs are never modified.
+    (the first Q − K ones when Q > K) gets zeros, and a zero gradient. The inputs are never
+    modified. When an input requires grad, autograd keeps only the inputs, the output and one
+    log-sum-exp per query (not every tile): the backward recomputes the tiles
+    (``_tiled_backward``, FlashAttention's; a first derivative only, no double backward).
     """
     _check_inputs(queries, keys, values, block_size)
-    block_size = int(block_size)
     check_bool("causal", causal)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (queries, keys, values)):
+        return _TiledAttention.apply(queries, keys, values, int(block_size), bool(causal))
+    return _tiled_forward(queries, keys, values, int(block_size), bool(causal))[0]
+
+
+def _tiled_forward(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, block_size: int,
+    causal: bool, *, keep_lse: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The tiled loop: the output (..., Q, V) in the inputs' dtype and, with ``keep_lse`` (for
+    the backward), each query's log-sum-exp of its scores, m + log ℓ (..., Q, 1) in the
+    accumulation dtype (+inf for a query that sees no key: the backward's exp(s − lse) is then
+    0); else None."""
     Q, K = queries.shape[-2], keys.shape[-2]
     work = torch.float32 if queries.dtype in HALF else queries.dtype  # accumulation dtype
     scale = 1.0 / math.sqrt(queries.shape[-1])
     lead = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
     out = torch.zeros((*lead, Q, values.shape[-1]), dtype=queries.dtype, device=queries.device)
+    lse = (torch.full((*lead, Q, 1), math.inf, dtype=work, device=queries.device)
+           if keep_lse else None)  # (..., Q, 1)
     if Q == 0 or K == 0:
-        return out  # no queries, or nothing to see: zeros
+        return out, lse  # no queries, or nothing to see: zeros
     kinds = tile_kinds(Q, K, block_size, causal=causal).tolist()  # (⌈Q/b⌉, ⌈K/b⌉): tiny
     for i, q0 in enumerate(range(0, Q, block_size)):
         q1 = min(q0 + block_size, Q)
@@ -198,9 +298,82 @@ def tiled_attention(
             if kinds[i][j] == PARTIAL:
                 visible = _tile_visible(q0, q1, k0, k1, K - Q, queries.device)  # (bq, bk)
                 scores = scores.masked_fill(~visible, -math.inf)
-            state = online_softmax_update(state, scores, values[..., k0:k1, :].to(work))
+            state = _online_softmax_update(state, scores, values[..., k0:k1, :].to(work))
         out[..., q0:q1, :] = online_softmax_result(state)  # (..., bq, V), cast to the dtype
-    return out
+        if keep_lse:
+            seen = state.sum > 0  # (..., bq, 1): False for a query that saw no key
+            lse[..., q0:q1, :] = torch.where(seen, state.max + torch.log(state.sum), math.inf)
+    return out, lse
+
+
+class _TiledAttention(torch.autograd.Function):
+    """tiled_attention under autograd: the forward saves the inputs (which exist anyway), the
+    output and the log-sum-exp per query, O(Q + K) memory; the backward recomputes the tiles."""
+
+    @staticmethod
+    def forward(ctx, queries, keys, values, block_size, causal):  # runs without grad
+        out, lse = _tiled_forward(queries, keys, values, block_size, causal, keep_lse=True)
+        ctx.save_for_backward(queries, keys, values, out, lse)
+        ctx.block_size, ctx.causal = block_size, causal
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        grads = _tiled_backward(*ctx.saved_tensors, grad_out, ctx.block_size, ctx.causal)
+        return (*(g if needed else None for g, needed in zip(grads, ctx.needs_input_grad)),
+                None, None)  # nothing for block_size and causal
+
+
+def _tiled_backward(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, out: torch.Tensor,
+    lse: torch.Tensor, grad_out: torch.Tensor, block_size: int, causal: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """FlashAttention's backward (Dao et al. 2022, Algorithm 2, in FlashAttention-2's form):
+    no (Q, K) matrix either. Each tile's weights are recomputed from the saved log-sum-exp,
+    P = exp(S − lse), and with dO = ``grad_out`` (..., Q, V):
+
+        D = rowsum(dO ∘ O)                 (..., Q, 1), = Σ_k P dP, once
+        dV_k += Pᵀ dO_q,   dP = dO_q V_kᵀ,   dS = P ∘ (dP − D_q)
+        dQ_q += dS K_k · scale,   dK_k += dSᵀ Q_q · scale
+
+    Key blocks outside, query blocks inside (FlashAttention-2's order: a GPU kernel keeps
+    dK_k and dV_k on chip). SKIPPED tiles are skipped, PARTIAL ones masked (P = 0 there). A
+    query that sees no key has lse = +inf, so P = 0 and zero gradients. Returns dQ, dK, dV, each
+    summed over the leading dims its input was broadcast along, in the inputs' dtype.
+    """
+    Q, K = queries.shape[-2], keys.shape[-2]
+    work = torch.float32 if queries.dtype in HALF else queries.dtype  # accumulation dtype
+    scale = 1.0 / math.sqrt(queries.shape[-1])
+    lead = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    new = dict(dtype=work, device=queries.device)
+    d_q = torch.zeros((*lead, Q, queries.shape[-1]), **new)  # (..., Q, D)
+    d_k = torch.zeros((*lead, K, keys.shape[-1]), **new)  # (..., K, D)
+    d_v = torch.zeros((*lead, K, values.shape[-1]), **new)  # (..., K, V)
+    if Q > 0 and K > 0:
+        kinds = tile_kinds(Q, K, block_size, causal=causal).tolist()  # (⌈Q/b⌉, ⌈K/b⌉)
+        d_o = grad_out.to(work)  # (..., Q, V)
+        delta = (d_o * out.to(work)).sum(dim=-1, keepdim=True)  # (..., Q, 1): D
+        scaled = queries.to(work) * scale  # (..., Q, D)
+        for j, k0 in enumerate(range(0, K, block_size)):
+            k1 = min(k0 + block_size, K)
+            k, v = keys[..., k0:k1, :].to(work), values[..., k0:k1, :].to(work)  # (..., bk, ·)
+            for i, q0 in enumerate(range(0, Q, block_size)):
+                if kinds[i][j] == SKIPPED:
+                    continue
+                q1 = min(q0 + block_size, Q)
+                q, do = scaled[..., q0:q1, :], d_o[..., q0:q1, :]  # (..., bq, D), (..., bq, V)
+                s = q @ k.transpose(-2, -1)  # (..., bq, bk): the forward's scores again
+                if kinds[i][j] == PARTIAL:
+                    visible = _tile_visible(q0, q1, k0, k1, K - Q, queries.device)  # (bq, bk)
+                    s = s.masked_fill(~visible, -math.inf)
+                p = torch.exp(s - lse[..., q0:q1, :])  # (..., bq, bk): the forward's weights
+                d_v[..., k0:k1, :] += p.transpose(-2, -1) @ do  # (..., bk, V)
+                d_s = p * (do @ v.transpose(-2, -1) - delta[..., q0:q1, :])  # (..., bq, bk)
+                d_q[..., q0:q1, :] += (d_s @ k) * scale  # (..., bq, D)
+                d_k[..., k0:k1, :] += d_s.transpose(-2, -1) @ q  # (..., bk, D): q has the scale
+    return tuple(g.sum_to_size(x.shape).to(x.dtype)  # (sum over broadcast leading dims)
+                 for g, x in ((d_q, queries), (d_k, keys), (d_v, values)))
 
 
 # --------------------------------------------------------------------------- the meter
@@ -244,9 +417,18 @@ def peak_bytes(fn: Callable[[], object], device: torch.device | str = "cpu") -> 
     alive. That is exact for code written as a sequence of such calls (the naive path,
     ``tiled_attention``); what one call allocates *inside* itself and frees before returning
     is not seen (e.g. the scratch blocks of SDPA's fused CPU kernel, a few per thread).
-    Watching costs tens of µs per call.
+    Under autograd: what the graph saves for backward is seen when it is a tensor such a call
+    returned (the naive path's scores and weights), not when a call keeps it to itself (SDPA's
+    log-sum-exp); a backward (``torch.autograd.grad``, ``.backward()``) is one call, so only
+    the gradients it returns are seen, nothing it allocates inside. Watching costs tens of µs
+    per call. ``fn``: a function of no arguments; ``device``: 'cpu' or a CUDA device present.
     """
-    device = torch.device(device)
+    if not callable(fn):
+        raise ValueError("fn must be callable (a function of no arguments), got "
+                         f"{type(fn).__name__}")
+    device = as_usable_device("device", as_device("device", device))  # (None is not one)
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda' for peak_bytes, got {device}")
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         before = torch.cuda.memory_allocated(device)
@@ -256,8 +438,6 @@ def peak_bytes(fn: Callable[[], object], device: torch.device | str = "cpu") -> 
         peak = torch.cuda.max_memory_allocated(device) - before
         del result
         return peak
-    if device.type != "cpu":
-        raise ValueError(f"peak_bytes measures on 'cpu' or 'cuda', got {device.type!r}")
     with _LiveBytes() as meter:
         result = fn()
         del result

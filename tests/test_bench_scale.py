@@ -54,6 +54,27 @@ def test_tiled_table_tiny():
         assert row["status"] == "ok"
 
 
+def test_grad_memory_table_quick():
+    lengths = bench_scale.QUICK_GRAD_LENGTHS
+    assert max(lengths) <= 256  # --quick stays tiny
+    table = bench_scale.bench_grad_memory(QUICK, lengths, echo=False)
+    assert [(r["L"], r["mask"]) for r in table.rows] == [
+        (L, mask) for L in lengths for mask in ("none", "causal")]
+    for row in table.rows:
+        L = row["L"]
+        assert row["agree"] == "yes"  # SDPA's and tiled's gradients equal the naive path's
+        assert row["scores"] == L * L * 4
+        for path in ("naive", "sdpa", "tiled"):
+            fwd, both = row[f"fwd_{path}"], row[f"both_{path}"]
+            assert type(fwd) is int and type(both) is int, (path, row)
+            # what each figure must at least contain: the output (L, 64); with the backward,
+            # the three gradients it returns (L, 64) each (sanity of the meter, not a target)
+            assert fwd >= L * 64 * 4 and both >= 3 * L * 64 * 4, (path, row)
+        assert row["x_naive"] == pytest.approx(row["fwd_tiled"] / row["fwd_naive"])
+        assert row["status"] == f"n/a (L < {4 * bench_scale.BLOCK})"
+    assert any("autograd.grad" in note for note in table.notes)  # says what the CPU meter sees
+
+
 def test_kv_cache_table_tiny():
     case = bench_scale.GenCase(2, 3, 5, layers=1, N=16, H=2)
     with torch.inference_mode():
@@ -72,4 +93,5 @@ def test_scale_section_is_registered_and_runs_quick(capsys):
     assert main(["--only", "scale", "--quick"]) == 0
     printed = capsys.readouterr().out
     assert "## tiled_attention vs SDPA vs naive" in printed
+    assert "## peak memory with grad" in printed
     assert "## generate with and without the KV cache" in printed

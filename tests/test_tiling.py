@@ -147,12 +147,11 @@ def test_bad_inputs_name_expected_and_actual():
         tiled_attention(q, k.long(), v)
     with pytest.raises(ValueError, match=r"share one dtype, got torch.float32, torch.float64 and torch.float32"):
         tiled_attention(q, k.double(), v)
-    with pytest.raises(ValueError, match=r"leading dims must broadcast: queries \(2, 5, 4\), keys \(3, 7, 4\)"):
+    with pytest.raises(ValueError, match=r"leading dims of queries, keys and values must broadcast, got shapes \(2, 5, 4\), \(3, 7, 4\) and \(3, 7, 3\)"):
         tiled_attention(q, torch.zeros(3, 7, 4), torch.zeros(3, 7, 3))
     with pytest.raises(ValueError, match=r"feature size D of queries and keys must be at least 1, got 0"):
         tiled_attention(q[..., :0], k[..., :0], v)  # was a raw ZeroDivisionError (1/√0)
-    with pytest.raises(ValueError, match=r"keys must have the dtype and device of queries "
-                                         r"\(torch.float32 on cpu\), got torch.float32 on meta"):
+    with pytest.raises(ValueError, match=r"keys must .* got .*meta"):
         tiled_attention(q, k.to("meta"), v)  # was PyTorch's raw RuntimeError
 
 
@@ -225,7 +224,7 @@ def test_peak_bytes_counts_live_storages_once():
     x = torch.zeros(100)
     assert peak_bytes(lambda: x[:50]) == 0  # a view of an input allocates nothing
     assert peak_bytes(lambda: x.clone()) == 400
-    with pytest.raises(ValueError, match="peak_bytes measures on 'cpu' or 'cuda', got 'meta'"):
+    with pytest.raises(ValueError, match="device must be the CPU or an accelerator present on this machine, got meta"):
         peak_bytes(lambda: None, "meta")
 
 
@@ -316,3 +315,248 @@ def test_tile_kinds_rejects_bad_sizes(bad):
     args = dict(num_queries=4, num_keys=4, block_size=2) | bad
     with pytest.raises(ValueError, match=f"{next(iter(bad))} must be a positive int"):
         tile_kinds(**args)
+
+
+# ------------------------------------------------------- flags, devices, callables: checked
+@pytest.mark.parametrize("bad", ["no", 1, None, 0.0])
+def test_causal_must_be_a_bool(bad):
+    with pytest.raises(ValueError, match=rf"causal must be True or False, got {re.escape(repr(bad))}"):
+        tile_kinds(4, 4, 2, causal=bad)  # "no" was taken as True
+    with pytest.raises(ValueError, match=rf"causal must be True or False, got {re.escape(repr(bad))}"):
+        tile_flops(4, 4, 2, 3, 3, causal=bad)
+
+
+def test_peak_bytes_rejects_a_bad_device_and_a_non_callable():
+    with pytest.raises(ValueError, match=r"device must be a torch.device or a name .* got 'gpu7'"):
+        peak_bytes(lambda: None, "gpu7")  # was PyTorch's raw RuntimeError
+    with pytest.raises(ValueError, match=r"fn must be callable \(a function of no arguments\), got Tensor"):
+        peak_bytes(torch.zeros(3))  # was a raw TypeError ('Tensor' object is not callable)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"device must be the CPU or an accelerator present on this machine, got cuda"):
+            peak_bytes(lambda: None, "cuda")
+
+
+# ------------------------------------------------------ the online softmax: checked inputs
+def test_online_softmax_start_checks_its_arguments():
+    with pytest.raises(ValueError, match=r"rows must be a tuple of non-negative ints \(\.\.\., Q\), got 3"):
+        online_softmax_start(3, 2)
+    with pytest.raises(ValueError, match=r"rows must be a tuple of non-negative ints \(\.\.\., Q\), got \(2, -1\)"):
+        online_softmax_start((2, -1), 2)
+    with pytest.raises(ValueError, match=r"value_size must be a positive int, got 0"):
+        online_softmax_start((2,), 0)
+    with pytest.raises(ValueError, match=r"dtype must be a floating torch.dtype, got torch.int64"):
+        online_softmax_start((2,), 3, dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"device must be a torch.device or a name .* got 'gpu7'"):
+        online_softmax_start((2,), 3, device="gpu7")
+    # what notebook 09 calls: no rows (one query), and a torch.Size
+    state = online_softmax_start((), 6, dtype=torch.float64)
+    assert [tuple(t.shape) for t in state] == [(1,), (1,), (6,)] and state.out.dtype == torch.float64
+    state = online_softmax_start(torch.zeros(2, 4, 30).shape[:-1], 5, device=torch.device("cpu"))
+    assert [tuple(t.shape) for t in state] == [(2, 4, 1), (2, 4, 1), (2, 4, 5)]
+
+
+def test_online_softmax_update_checks_state_scores_and_values():
+    state = online_softmax_start((3,), 2)
+    scores, values = torch.randn(3, 4), torch.randn(4, 2)
+    with pytest.raises(ValueError, match=r"state must be an OnlineSoftmax .* got tuple"):
+        online_softmax_update(tuple(state), scores, values)
+    with pytest.raises(ValueError, match=r"scores must be a tensor of shape \(\.\.\., Q, n\) = \(3, n\) .* got shape \(4, 4\)"):
+        online_softmax_update(state, torch.randn(4, 4), values)
+    with pytest.raises(ValueError, match=r"scores must be a floating-point tensor, got dtype torch.int64"):
+        online_softmax_update(state, scores.long(), values)
+    with pytest.raises(ValueError, match=r"scores must have the dtype and device of state.max "
+                                         r"\(torch.float32 on cpu\), got torch.float64 on cpu"):
+        online_softmax_update(state, scores.double(), values)
+    with pytest.raises(ValueError, match=r"values must be a tensor of at least 2 dimensions \(\.\.\., n, V\), got shape \(4,\)"):
+        online_softmax_update(state, scores, values[:, 0])
+    with pytest.raises(ValueError, match=r"number of values \(n, one per score\): expected 4, got 5"):
+        online_softmax_update(state, scores, torch.randn(5, 2))
+    with pytest.raises(ValueError, match=r"value size \(V, as state.out\): expected 2, got 3"):
+        online_softmax_update(state, scores, torch.randn(4, 3))
+    with pytest.raises(ValueError, match=r"values must have leading dims that broadcast to \(\) .* got shape \(2, 4, 2\)"):
+        online_softmax_update(state, scores, torch.randn(2, 4, 2))  # would give (2, 3, 2) outputs
+    with pytest.raises(ValueError, match=r"values must .* got .*meta"):
+        online_softmax_update(state, scores, values.to("meta"))
+    # the notebook's single row: state for rows (), scores (n,), values (n, V)
+    row = online_softmax_update(online_softmax_start((), 2), scores[0], values)
+    torch.testing.assert_close(online_softmax_result(row), torch.softmax(scores[0], 0) @ values)
+    # values with leading dims that broadcast into the rows' own
+    batched = online_softmax_start((2, 3), 2)
+    out = online_softmax_update(batched, torch.randn(2, 3, 4), torch.randn(1, 4, 2))
+    assert out.out.shape == (2, 3, 2)
+
+
+def test_online_softmax_state_is_checked_when_built_and_when_used():
+    m, s, o = torch.zeros(3, 1), torch.ones(3, 1), torch.zeros(3, 2)
+    with pytest.raises(ValueError, match=r"max must be a tensor of shape \(\.\.\., 1\), got shape \(3, 2\)"):
+        helpers.tiling.OnlineSoftmax(o, s, o)
+    with pytest.raises(ValueError, match=r"sum must be a tensor of shape \(\.\.\., 1\) = \(3, 1\) as max, got shape \(2, 1\)"):
+        helpers.tiling.OnlineSoftmax(m, s[:2], o)
+    with pytest.raises(ValueError, match=r"out must be a tensor of shape \(\.\.\., V\) = \(3, V\) as max, got shape \(2\,\)"):
+        helpers.tiling.OnlineSoftmax(m, s, o[0])
+    with pytest.raises(ValueError, match=r"sum must have the dtype and device of max .* got torch.float64 on cpu"):
+        helpers.tiling.OnlineSoftmax(m, s.double(), o)
+    with pytest.raises(ValueError, match=r"out must be a floating-point .* got str"):
+        helpers.tiling.OnlineSoftmax(m, s, "o")
+    with pytest.raises(ValueError, match=r"max must .* got .*meta"):
+        helpers.tiling.OnlineSoftmax(m.to("meta"), s.to("meta"), o.to("meta"))
+    sneaked = helpers.tiling.OnlineSoftmax._make((m, s[:2], o))  # bypasses the constructor
+    with pytest.raises(ValueError, match=r"state.sum must be a tensor of shape"):
+        online_softmax_result(sneaked)
+    with pytest.raises(ValueError, match=r"state must be an OnlineSoftmax .* got Tensor"):
+        online_softmax_result(m)
+    good = helpers.tiling.OnlineSoftmax(m, s, o)  # keyword and positional forms both work
+    assert helpers.tiling.OnlineSoftmax(max=m, sum=s, out=o) == good and good.max is m
+
+
+# -------------------------------------------------------------------------- the backward
+def sdpa_grads(q, k, v, causal, dout):
+    """Gradients of SDPA (lower-right causal mask when asked), inputs of their own shapes."""
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    qq, kk, vv = (t.expand(*lead, *t.shape[-2:]) for t in leaves)
+    mask = lower_right(q.shape[-2], k.shape[-2], q.device) if causal else None
+    out = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=mask)
+    if causal:  # SDPA gives NaN rows where a query sees no key; ours are zeros
+        out = out.nan_to_num(0.0)
+    return out, torch.autograd.grad(out, leaves, dout)
+
+
+def tiled_grads(q, k, v, causal, dout, block_size):
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    out = tiled_attention(*leaves, block_size=block_size, causal=causal)
+    return out, torch.autograd.grad(out, leaves, dout)
+
+
+GRAD_SHAPES = [  # (leading dims of q, k, v), Q, K, block size
+    (((2,), (2,), (2,)), 5, 7, 3),
+    (((2, 1), (1, 3), (2, 3)), 6, 4, 4),  # broadcast leading dims
+    (((), (2,), (2,)), 4, 9, 2),  # queries with no leading dim at all
+    (((1,), (1,), (1,)), 9, 3, 2),  # Q > K: the first 6 queries see no key when causal
+    (((1,), (1,), (1,)), 7, 7, 64),  # one tile, larger than the sequence
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("leads, Q, K, b", GRAD_SHAPES)
+def test_gradcheck_in_float64(leads, Q, K, b, causal):
+    g = torch.Generator().manual_seed(5)
+    D, V = 3, 2
+    q = torch.randn(*leads[0], Q, D, generator=g, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(*leads[1], K, D, generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(*leads[2], K, V, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: tiled_attention(q, k, v, block_size=b, causal=causal), (q, k, v))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("leads, Q, K, b", GRAD_SHAPES)
+def test_gradients_equal_sdpas(device, dtype, leads, Q, K, b, causal):
+    g = torch.Generator().manual_seed(1)
+    make = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64).to(device, dtype)
+    q, k, v = make(*leads[0], Q, 8), make(*leads[1], K, 8), make(*leads[2], K, 5)
+    lead = torch.broadcast_shapes(leads[0], leads[1], leads[2])
+    dout = make(*lead, Q, 5)
+    expected_out, expected = sdpa_grads(q, k, v, causal, dout)
+    out, grads = tiled_grads(q, k, v, causal, dout, b)
+    torch.testing.assert_close(out, expected_out, **SDPA_TOL[dtype])
+    # a gradient sums over the K keys (dQ) or the Q queries (dK, dV): a little more rounding
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.float32 else SDPA_TOL[dtype]
+    for name, got, want, x in zip("qkv", grads, expected, (q, k, v)):
+        assert got.shape == x.shape and got.dtype == dtype, name  # each input's own shape
+        torch.testing.assert_close(got, want, **tol, msg=lambda m, name=name: f"d{name}: {m}")
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 4, 64])
+def test_queries_that_see_no_key_get_zero_gradient(block_size):
+    q, k, v = qkv((2,), Q=10, K=4, D=4, V=3, dtype=torch.float64)
+    dout = torch.randn(2, 10, 3, dtype=torch.float64)
+    out, (dq, dk, dv) = tiled_grads(q, k, v, True, dout, block_size)
+    assert all(torch.isfinite(t).all() for t in (out, dq, dk, dv))
+    assert (dq[:, :6] == 0).all()
+    assert (dq[:, 7:].abs().sum(-1) > 0).all()  # (query 6 sees one key: weight 1 whatever q is)
+    # the keys and values get nothing from the blind queries: the same gradients as without them
+    _, (_, dk_seen, dv_seen) = tiled_grads(q[:, 6:], k, v, True, dout[:, 6:], block_size)
+    torch.testing.assert_close(dk, dk_seen, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(dv, dv_seen, rtol=1e-12, atol=1e-12)
+
+
+def test_no_keys_or_no_queries_give_zero_gradients():
+    for Q, K in ((4, 0), (0, 5)):
+        q, k, v = qkv((2,), Q=Q, K=K, dtype=torch.float64)
+        out, grads = tiled_grads(q, k, v, False, torch.randn(2, Q, 3, dtype=torch.float64), 2)
+        assert [g.shape for g in grads] == [q.shape, k.shape, v.shape]
+        assert all((g == 0).all() for g in grads)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_gradients_are_accumulated_in_float32(device, dtype):
+    q, k, v = qkv((2,), Q=37, K=45, D=16, V=8, dtype=dtype, device=device)
+    dout = torch.randn(2, 37, 8, dtype=torch.float64).to(device, dtype)
+    _, grads = tiled_grads(q, k, v, True, dout, 8)
+    _, exact_grads = sdpa_grads(q.double(), k.double(), v.double(), True, dout.double())
+    for got, want in zip(grads, exact_grads):
+        assert got.dtype == dtype and torch.isfinite(got).all()
+        # within a few roundings of the dtype: float32 accumulation, one rounding at the end
+        torch.testing.assert_close(got.double(), want, **EXACT_TOL[dtype])
+
+
+def test_backward_never_modifies_inputs_output_or_its_gradient():
+    q, k, v = (t.requires_grad_() for t in qkv((2,), Q=13, K=11, dtype=torch.float32))
+    before = [t.detach().clone() for t in (q, k, v)]
+    out = tiled_attention(q, k, v, block_size=4, causal=True)
+    out_before = out.detach().clone()
+    dout = torch.randn_like(out)
+    dout_before = dout.clone()
+    torch.autograd.grad(out, (q, k, v), dout)
+    assert all(torch.equal(t.detach(), b) for t, b in zip((q, k, v), before))
+    assert torch.equal(out.detach(), out_before) and torch.equal(dout, dout_before)
+
+
+def test_only_grad_when_needed_and_one_input_may_need_it():
+    q, k, v = qkv((2,), Q=6, K=5, dtype=torch.float64)
+    assert tiled_attention(q, k, v).grad_fn is None
+    v.requires_grad_()
+    with torch.no_grad():
+        assert tiled_attention(q, k, v).grad_fn is None
+    (dv,) = torch.autograd.grad(tiled_attention(q, k, v, block_size=2).sum(), (v,))
+    _, (_, _, expected) = sdpa_grads(q, k, v, False, torch.ones(2, 6, 3, dtype=torch.float64))
+    torch.testing.assert_close(dv, expected)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_nothing_of_q_by_k_entries_is_saved_or_built_in_backward(causal):
+    B, Q, K, D, V, b = 2, 267, 1030, 16, 12, 64
+    q, k, v = (t.requires_grad_() for t in qkv((B,), Q=Q, K=K, D=D, V=V))
+    saved: list[torch.Tensor] = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = tiled_attention(q, k, v, block_size=b, causal=causal)
+    # besides the inputs themselves: the output (B, Q, V) and one log-sum-exp per query row
+    inputs = {t.data_ptr() for t in (q, k, v)}
+    extra = sorted(tuple(t.shape) for t in saved if t.data_ptr() not in inputs)
+    assert len(saved) == 5 and extra == [(B, Q, 1), (B, Q, V)], extra
+    with OpRecorder() as rec:
+        torch.autograd.grad(out, (q, k, v), torch.randn_like(out))
+    assert rec.ops, "the recorder saw no backward op"
+    sizes = [math.prod(s) for _, _, outs in rec.ops for s in outs]
+    assert max(sizes) <= max(B * K * D, B * K * V, B * Q * D, B * b * b) < B * Q * K // 8
+    # The same hooks do see the naive path save (Q, K) matrices:
+    saved.clear()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        naive(q, k, v)
+    assert max(t.numel() for t in saved) >= B * Q * K
+
+
+def test_tile_flops_are_python_ints_even_from_numpy_sizes():
+    import numpy as np
+
+    computed, total = tile_flops(4096, 4096, 64, np.int32(128), np.int32(128), causal=True)
+    # np.int32 arithmetic would wrap around 2**31: 2·4096²·256 = 8.6e9
+    assert type(computed) is int and type(total) is int and total == 2 * 4096 * 4096 * 256
+    assert tile_flops(np.int64(10), 7, np.int64(3), 4, 5) == tile_flops(10, 7, 3, 4, 5)
