@@ -16,7 +16,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .checks import check_positive_int, check_rank, check_size
+from .checks import (
+    check_finite_loss, check_floating, check_generator, check_holds_data, check_int,
+    check_positive_int, check_rank, check_real, check_seed, check_size, check_trainable,
+)
 from .device import cpu_threads
 from .transformer import DecoderLM
 
@@ -30,14 +33,50 @@ __all__ = [
 LETTERS = string.ascii_uppercase
 
 
+def _check_ids(name: str, x: object, rank: int, layout: str, *, long: bool = False) -> None:
+    """Raise unless ``x`` is an integer tensor (a long one with ``long``) of ``rank`` dims, on
+    a device that holds data."""
+    check_rank(name, x, rank, layout)
+    if (long and x.dtype != torch.long) or x.dtype == torch.bool or x.is_floating_point() \
+            or x.is_complex():
+        kind = "a long" if long else "an integer"
+        raise ValueError(f"{name} must be {kind} tensor {layout} of token positions or ids, "
+                         f"got {x.dtype}")
+    check_holds_data(name, x)
+
+
+def _check_batch(batch: object) -> None:
+    if not isinstance(batch, CopyBatch):
+        raise ValueError(f"batch must be a CopyBatch, got {type(batch).__name__}")
+
+
 @dataclass(frozen=True)
 class CopyBatch:
     """``tokens`` (B, T) long and ``period`` (B,) long, the copy distance of each sequence: the
     segment occupies positions T − 2·period … T − period − 1 and is repeated from T − period
-    on."""
+    on. Checked: both on one device, B ≥ 1, tokens ≥ 0, every period in [2, T/2] (that the
+    tokens do repeat is not)."""
 
     tokens: torch.Tensor
     period: torch.Tensor
+
+    def __post_init__(self) -> None:
+        _check_ids("tokens", self.tokens, 2, "(B, T)", long=True)
+        _check_ids("period", self.period, 1, "(B,)", long=True)
+        B, T = self.tokens.shape
+        if B == 0:
+            raise ValueError(f"tokens must hold at least one sequence (B, T), got shape {(B, T)}")
+        check_size("length of period (one per sequence, B)", B, len(self.period))
+        if self.period.device != self.tokens.device:
+            raise ValueError(f"period must be on the device of tokens ({self.tokens.device}), "
+                             f"got {self.period.device}")
+        if int(self.tokens.min()) < 0:
+            raise ValueError(f"tokens must be token ids >= 0, got a minimum of "
+                             f"{int(self.tokens.min())}")
+        low, high = int(self.period.min()), int(self.period.max())
+        if low < 2 or 2 * high > T:
+            raise ValueError(f"period must lie in [2, T/2] = [2, {T // 2}] (a segment and its copy "
+                             f"in T = {T} tokens), got values from {low} to {high}")
 
     def __len__(self) -> int:
         return self.tokens.shape[0]
@@ -73,8 +112,8 @@ class CopyTask:
     max_period: int = 7
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "seq_len", "min_period", "max_period"):
-            check_positive_int(name, getattr(self, name))
+        for name in ("vocab_size", "seq_len", "min_period", "max_period"):  # stored as ints
+            object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))
         if not 2 <= self.min_period <= self.max_period:
             raise ValueError(f"periods must satisfy 2 ≤ min_period ≤ max_period, got "
                              f"min_period={self.min_period}, max_period={self.max_period}")
@@ -87,8 +126,9 @@ class CopyTask:
                              f"got {self.vocab_size}")
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> CopyBatch:
-        """``batch_size`` sequences drawn with ``generator`` (on the CPU)."""
+        """``batch_size`` sequences drawn with ``generator`` (None or a CPU generator)."""
         check_positive_int("batch_size", batch_size)
+        check_generator("generator", generator)
         T = self.seq_len
         period = torch.randint(self.min_period, self.max_period + 1, (batch_size,),
                                generator=generator)  # (B,)
@@ -101,7 +141,10 @@ class CopyTask:
 
 
 def token_labels(tokens: torch.Tensor) -> list[str]:
-    """Letters for a (T,) sequence of token ids (0 → "A", ...; ids past Z as numbers)."""
+    """Letters for a (T,) sequence of token ids ≥ 0 (0 → "A", ...; ids past Z as numbers)."""
+    _check_ids("tokens", tokens, 1, "(T,)")
+    if tokens.numel() and int(tokens.min()) < 0:
+        raise ValueError(f"tokens must be token ids >= 0, got a minimum of {int(tokens.min())}")
     return [LETTERS[i] if i < len(LETTERS) else str(i) for i in tokens.tolist()]
 
 
@@ -109,6 +152,9 @@ def make_model(task: CopyTask, *, num_hiddens: int = 64, num_heads: int = 2, num
                ffn_hiddens: int = 64, seed: int = 0) -> DecoderLM:
     """A ``DecoderLM`` sized for ``task`` (sinusoidal positions), its weights drawn from ``seed``
     without touching the global random state."""
+    if not isinstance(task, CopyTask):
+        raise ValueError(f"task must be a CopyTask, got {type(task).__name__}")
+    seed = check_seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return DecoderLM(task.vocab_size, num_hiddens, num_heads, num_layers, ffn_hiddens,
@@ -117,10 +163,17 @@ def make_model(task: CopyTask, *, num_hiddens: int = 64, num_heads: int = 2, num
 
 def _scored(logits: torch.Tensor, batch: CopyBatch) -> tuple[torch.Tensor, torch.Tensor]:
     """The logits at the predictable positions and the tokens they must name: (P, V), (P,)."""
+    _check_batch(batch)
     check_rank("logits", logits, 3, "(B, T, V)")
+    check_floating("logits", logits)
+    check_holds_data("logits", logits)
     if logits.shape[:2] != batch.tokens.shape:
         raise ValueError(f"logits must have shape (B, T, V) with (B, T) = "
                          f"{tuple(batch.tokens.shape)}, got {tuple(logits.shape)}")
+    largest = int(batch.tokens.max())
+    if logits.shape[-1] <= largest:
+        raise ValueError(f"logits must score every token of batch: a vocabulary of more than "
+                         f"{largest} (its largest token), got V = {logits.shape[-1]}")
     keep = batch.predictable.to(logits.device)  # (B, T)
     nxt = batch.tokens.roll(-1, dims=1).to(logits.device)  # (B, T): the token at t + 1
     return logits[keep], nxt[keep]
@@ -143,7 +196,7 @@ def induction_targets(tokens: torch.Tensor) -> torch.Tensor:
     ``tokens[b, i]`` (j + 1 for the largest j < i with the same token), or −1 if there is none.
     An induction head attends there: it finds where the current token was before and reads
     what came next."""
-    check_rank("tokens", tokens, 2, "(B, T)")
+    _check_ids("tokens", tokens, 2, "(B, T)")
     T = tokens.shape[1]
     earlier = torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril(-1)  # (Q, K): j < i
     same = (tokens[:, :, None] == tokens[:, None, :]) & earlier  # (B, Q, K)
@@ -155,10 +208,13 @@ def offset_targets(batch: CopyBatch, offset: int = 1) -> torch.Tensor:
     """(B, T) long: key i − ``offset`` for every query i before the copy starts (from
     ``offset`` to copy_start − 1), −1 elsewhere. With offset 1 these are the cells a
     previous-token head attends to, at the positions that later queries look up (inside the
-    copy nothing looks back at them, and a model need not care what happens there)."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"offset must be an int ≥ 0, got {offset!r}")
+    copy nothing looks back at them, and a model need not care what happens there).
+    ``offset`` in [0, T)."""
+    _check_batch(batch)
+    offset = check_int("offset", offset, 0)
     T = batch.tokens.shape[1]
+    if offset >= T:
+        raise ValueError(f"offset must be below the sequence length T = {T}, got {offset}")
     i = torch.arange(T, device=batch.tokens.device)  # (T,)
     keep = (i >= offset) & (i < batch.copy_start.to(i.device)[:, None])  # (B, T)
     return torch.where(keep, i - offset, -1)
@@ -166,19 +222,26 @@ def offset_targets(batch: CopyBatch, offset: int = 1) -> torch.Tensor:
 
 def mean_weight_on(weights: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Mean of ``weights[b, ..., i, keys[b, i]]`` over every (sequence b, query i) with
-    ``keys[b, i] ≥ 0``: ``weights`` (B, ..., T, T) and ``keys`` (B, T) long → (...), one number
-    per layer and head. Raises ValueError when no query has a key."""
-    check_rank("keys", keys, 2, "(B, T)")
+    ``keys[b, i] ≥ 0``: ``weights`` (B, ..., T, T) floating and ``keys`` (B, T) integer, each
+    entry a key position in [0, T) or −1 (no key) → (...), one number per layer and head.
+    Raises ValueError when no query has a key."""
+    _check_ids("keys", keys, 2, "(B, T)")
     B, T = keys.shape
     if not isinstance(weights, torch.Tensor) or weights.dim() < 3 or weights.shape[0] != B \
             or weights.shape[-2:] != (T, T):
         got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
         raise ValueError(f"weights must have shape (B, ..., T, T) = ({B}, ..., {T}, {T}), "
                          f"got {got}")
+    check_floating("weights", weights)
+    check_holds_data("weights", weights)
+    if keys.numel() and (int(keys.min()) < -1 or int(keys.max()) >= T):
+        raise ValueError(f"keys must hold key positions in [0, T) = [0, {T}) or -1 (no key), "
+                         f"got values from {int(keys.min())} to {int(keys.max())}")
     keys = keys.to(weights.device)
     b, i = (keys >= 0).nonzero(as_tuple=True)  # the (sequence, query) pairs that count
     if not len(b):
-        raise ValueError("no query has a key to score (every entry of keys is −1)")
+        raise ValueError("keys must hold at least one key position >= 0 (a query to score), "
+                         "got -1 everywhere")
     return weights.movedim(0, -3)[..., b, i, keys[b, i]].mean(-1)  # (..., n) → (...)
 
 
@@ -190,7 +253,14 @@ def previous_token_score(weights: torch.Tensor, batch: CopyBatch) -> torch.Tenso
 
 def offset_profile(weights: torch.Tensor, batch: CopyBatch, max_offset: int = 3) -> torch.Tensor:
     """Mean weight on key i − k, k = 0 … ``max_offset``, for the queries before the copy:
-    (B, ..., T, T) → (..., max_offset + 1). Entry 1 is ``previous_token_score``."""
+    (B, ..., T, T) → (..., max_offset + 1). Entry 1 is ``previous_token_score``. Every offset
+    needs a query: ``max_offset`` below the latest copy start."""
+    _check_batch(batch)
+    max_offset = check_int("max_offset", max_offset, 0)
+    latest = int(batch.copy_start.max())
+    if max_offset >= latest:
+        raise ValueError(f"max_offset must be below the latest copy start {latest} (each offset "
+                         f"needs a query before the copy), got {max_offset}")
     return torch.stack([mean_weight_on(weights, offset_targets(batch, k))
                         for k in range(max_offset + 1)], dim=-1)
 
@@ -208,7 +278,11 @@ def induction_score(weights: torch.Tensor, tokens: torch.Tensor,
                    else type(queries).__name__)
             raise ValueError(f"queries must be a boolean tensor of shape (B, T) = "
                              f"{tuple(tokens.shape)}, got {got}")
+        check_holds_data("queries", queries)
         targets = torch.where(queries.to(targets.device), targets, -1)
+    if not bool((targets >= 0).any()):
+        raise ValueError("tokens must repeat a token (at a query that counts) so that some query "
+                         "has an induction target, got none")
     return mean_weight_on(weights, targets)
 
 
@@ -259,11 +333,25 @@ def train_with_checkpoints(
     checkpoint without running the model. ``threads``: torch's CPU threads while training
     (restored afterwards; None leaves them alone) — one is fastest for tensors this small.
     The global random state is not touched: data come from generators seeded by ``seed``.
+
+    Every setting is checked first. A model in float16 or bfloat16 is refused (a ValueError:
+    train in float32 and cast afterwards; in half precision Adam's updates round away and the
+    loss turns NaN). A loss that turns NaN or ±inf raises a ValueError naming the step, and so
+    do non-finite weights after the last step: never a run of NaN recorded silently.
     """
+    if task is not None and not isinstance(task, CopyTask):
+        raise ValueError(f"task must be a CopyTask or None, got {type(task).__name__}")
+    if model is not None and not isinstance(model, DecoderLM):
+        raise ValueError(f"model must be a DecoderLM or None, got {type(model).__name__}")
     task = CopyTask() if task is None else task
-    for name, value in (("steps", steps), ("every", every), ("batch_size", batch_size),
-                        ("eval_size", eval_size)):
-        check_positive_int(name, value)
+    steps, every, batch_size, eval_size = (check_positive_int(name, value) for name, value in (
+        ("steps", steps), ("every", every), ("batch_size", batch_size), ("eval_size", eval_size)))
+    lr = check_real("lr", lr, above=0.0)
+    seed = check_seed(seed)
+    if threads is not None:
+        check_positive_int("threads", threads)
+    if model is not None:
+        check_trainable("model", model)
     model = make_model(task, seed=seed) if model is None else model
     check_size("model vocab_size (the task's)", task.vocab_size, model.vocab_size)
     if model.max_len < task.seq_len:
@@ -271,7 +359,7 @@ def train_with_checkpoints(
                          f"got {model.max_len}")
     model = model.cpu()
     data = torch.Generator().manual_seed(seed)
-    eval_batch = task.sample(eval_size, torch.Generator().manual_seed(seed + 1))
+    eval_batch = task.sample(eval_size, torch.Generator().manual_seed((seed + 1) % 2**64))
     scored = eval_batch.predictable  # (B, T): the queries whose next token the loss scores
     shown = _one_per_period(eval_batch)  # the examples: indices into eval_batch
     examples = eval_batch[shown]
@@ -299,7 +387,8 @@ def train_with_checkpoints(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            train_loss.append(loss.item())
+            train_loss.append(check_finite_loss(loss.item(), step + 1, lr,
+                                                model if step + 1 == steps else None))
         record(steps)
     model.eval()
     losses, accs, prev, ind, ex = zip(*records)

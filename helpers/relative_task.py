@@ -13,7 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_positive_int, check_real, check_seed
+from .checks import (
+    as_usable_device, check_finite_loss, check_generator, check_holds_data, check_positive_int,
+    check_real, check_seed, check_trainable,
+)
 from .device import cpu_threads
 
 __all__ = ["IGNORE", "make_batch", "train", "accuracy_by_position"]
@@ -28,7 +31,8 @@ def make_batch(
     """``batch_size`` sequences of ``length`` tokens drawn uniformly from ``range(vocab_size)``
     (with ``generator``, on the CPU, then moved to ``device``), and their targets:
     ``targets[:, t] = tokens[:, t - offset]`` for t ≥ offset, ``IGNORE`` before.
-    Returns (tokens (B, T), targets (B, T)), both long."""
+    Returns (tokens (B, T), targets (B, T)), both long. ``generator``: None or a CPU generator;
+    ``device``: None (the CPU) or a device present here."""
     batch_size = check_positive_int("batch_size", batch_size)
     length = check_positive_int("length", length)
     vocab_size = check_positive_int("vocab_size", vocab_size)
@@ -36,6 +40,8 @@ def make_batch(
     if offset >= length:
         raise ValueError(f"offset must be below the length (a target needs a token offset places "
                          f"back), got offset={offset}, length={length}")
+    generator = check_generator("generator", generator)
+    device = as_usable_device("device", device)
     tokens = torch.randint(0, vocab_size, (batch_size, length), generator=generator)  # (B, T)
     targets = torch.full_like(tokens, IGNORE)
     targets[:, offset:] = tokens[:, :-offset]  # position t answers with the token at t - offset
@@ -44,10 +50,19 @@ def make_batch(
 
 def _vocab_size(model: nn.Module) -> int:
     size = getattr(model, "vocab_size", None)
-    if not isinstance(size, int):
-        raise ValueError(f"model must have an int vocab_size (a DecoderLM), got "
+    if not isinstance(model, nn.Module) or not isinstance(size, int):
+        raise ValueError(f"model must have an int vocab_size (a DecoderLM module), got "
                          f"{type(model).__name__} with vocab_size={size!r}")
     return size
+
+
+def _device(model: nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (raise unless it has one that holds data)."""
+    param = next(model.parameters(), None)
+    if param is None:
+        raise ValueError("model must have parameters (its device is theirs), got none")
+    check_holds_data("model's parameters", param)
+    return param.device
 
 
 def train(
@@ -59,19 +74,32 @@ def train(
     from a generator seeded with ``seed``); the loss is the cross-entropy over the positions that
     have a target. Returns the loss of every step. On the CPU it runs on one thread (small
     tensors train faster so) and restores the previous thread count. The model is left in eval
-    mode."""
+    mode.
+
+    Every setting is checked before the model is touched. A model in float16 or bfloat16 is
+    refused (a ValueError: train in float32 and cast afterwards; in half precision Adam's
+    updates round away and the loss overflows to NaN within a step or two). A loss that turns
+    NaN or ±inf raises a ValueError naming the step (the model is left as that step found it),
+    and so do non-finite weights after the last step: never NaN losses returned silently."""
     steps = check_positive_int("steps", steps)
+    batch_size = check_positive_int("batch_size", batch_size)
+    length = check_positive_int("length", length)
     lr = check_real("lr", lr, above=0.0)
+    offset = check_positive_int("offset", offset)
+    if offset >= length:
+        raise ValueError(f"offset must be below the length (a target needs a token offset places "
+                         f"back), got offset={offset}, length={length}")
     seed = check_seed(seed)
     vocab_size = _vocab_size(model)
-    device = next(model.parameters()).device
+    check_trainable("model", model)
+    device = _device(model)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     try:
         model.train()
         with cpu_threads(1 if device.type == "cpu" else None):
-            for _ in range(steps):
+            for step in range(1, steps + 1):
                 tokens, targets = make_batch(batch_size, length, vocab_size=vocab_size,
                                              offset=offset, generator=generator,
                                              device=device)  # (B, T) each
@@ -81,7 +109,8 @@ def train(
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                losses.append(loss.item())
+                losses.append(check_finite_loss(loss.item(), step, lr,
+                                                model if step == steps else None))
     finally:
         model.eval()
     return losses
@@ -101,7 +130,7 @@ def accuracy_by_position(
     tokens, targets = make_batch(num_sequences, length, vocab_size=_vocab_size(model),
                                  offset=offset, generator=torch.Generator().manual_seed(
                                      check_seed(seed)),
-                                 device=next(model.parameters()).device)
+                                 device=_device(model))
     was_training = model.training
     model.eval()
     try:

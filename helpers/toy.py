@@ -9,13 +9,17 @@ readout of 2·V logits. It sees no mask: every query looks at every key.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_positive_int, check_rank
+from .checks import (
+    as_usable_device, check_finite_loss, check_generator, check_holds_data, check_int,
+    check_positive_int, check_rank, check_real,
+)
 from .device import cpu_threads
 from .multihead import MultiHeadAttention
 from .positional import PositionalEncoding
@@ -31,16 +35,33 @@ POSITIONS = ("learned", "sinusoidal", None)  # what the model adds to its token 
 EVAL_SEED, EXAMPLE_SEED = 10_000, 20_000  # training runs use seeds below EVAL_SEED
 
 
+def _check_ids(name: str, x: object, rank: int, layout: str) -> None:
+    """Raise unless ``x`` is an integer tensor of ``rank`` dims on a device that holds data."""
+    check_rank(name, x, rank, layout)
+    if x.dtype == torch.bool or x.is_floating_point() or x.is_complex():
+        raise ValueError(f"{name} must be an integer tensor {layout} of token ids, got {x.dtype}")
+    check_holds_data(name, x)
+
+
+def _check_range(name: str, x: torch.Tensor, size: int, what: str) -> None:
+    """Raise unless every entry of ``x`` lies in [0, size); ``what`` names the bound."""
+    if x.numel() and (int(x.min()) < 0 or int(x.max()) >= size):
+        raise ValueError(f"{name} must be token ids in [0, {what}) = [0, {size}), got values "
+                         f"from {int(x.min())} to {int(x.max())}")
+
+
 def make_batch(
     batch_size: int, *, seq_len: int = SEQ_LEN, vocab_size: int = VOCAB_SIZE,
     generator: torch.Generator | None = None, device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tokens (B, T) and targets (B, T, 2): ``targets[..., 0]`` the previous token,
     ``targets[..., 1]`` the next one (wrapping around). Drawn on the CPU from ``generator``
-    (the same numbers on every device), then moved to ``device``."""
+    (None or a CPU generator: the same numbers on every device), then moved to ``device``."""
     for name, value in (("batch_size", batch_size), ("seq_len", seq_len),
                         ("vocab_size", vocab_size)):
         check_positive_int(name, value)
+    check_generator("generator", generator)
+    device = as_usable_device("device", device)
     tokens = torch.randint(vocab_size, (batch_size, seq_len), generator=generator)  # (B, T)
     targets = torch.stack([tokens.roll(1, dims=1), tokens.roll(-1, dims=1)], dim=-1)  # (B, T, 2)
     return tokens.to(device), targets.to(device)
@@ -57,6 +78,7 @@ def held_out_batch(
 
 def example_sequence(*, device: torch.device | str | None = None) -> torch.Tensor:
     """The one sequence (T,) whose attention weights the checkpoints keep."""
+    device = as_usable_device("device", device)
     return make_batch(1, generator=torch.Generator().manual_seed(EXAMPLE_SEED), device=device)[0][0]
 
 
@@ -75,7 +97,7 @@ class NeighbourModel(nn.Module):
         vocab_size: int = VOCAB_SIZE, seq_len: int = SEQ_LEN,
     ) -> None:
         super().__init__()
-        if positions not in POSITIONS:
+        if not (positions is None or isinstance(positions, str) and positions in POSITIONS):
             raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
         for name, value in (("num_heads", num_heads), ("num_hiddens", num_hiddens),
                             ("vocab_size", vocab_size), ("seq_len", seq_len)):
@@ -95,10 +117,15 @@ class NeighbourModel(nn.Module):
         return self.attention.attention_weights
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens (B, T) long, ids in [0, V), on the model's device → logits (B, T, 2, V)."""
         check_rank("tokens", tokens, 2, "(B, T)")
         if tokens.dtype != torch.long or tokens.shape[1] != self.seq_len:
             raise ValueError(f"tokens must be a long tensor (B, {self.seq_len}), got dtype "
                              f"{tokens.dtype} and shape {tuple(tokens.shape)}")
+        if tokens.device != self.embedding.weight.device:
+            raise ValueError(f"tokens must be on the model's device "
+                             f"({self.embedding.weight.device}), got {tokens.device}")
+        _check_range("tokens", tokens, self.vocab_size, "vocab_size")
         x = self.embedding(tokens)  # (B, T, d)
         if self.position_vectors is not None:
             x = x + self.position_vectors  # (B, T, d)
@@ -113,9 +140,22 @@ def accuracy(
     model: NeighbourModel, tokens: torch.Tensor, targets: torch.Tensor,
 ) -> tuple[float, float]:
     """Fraction of positions whose previous / next token the model names (argmax), on
-    tokens (B, T) and targets (B, T, 2)."""
+    tokens (B, T) and targets (B, T, 2) integer, on one device, ids in [0, V) where V is the
+    size of the model's logits (B, T, 2, V)."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    _check_ids("tokens", tokens, 2, "(B, T)")
+    _check_ids("targets", targets, 3, "(B, T, 2)")
+    if targets.shape != (*tokens.shape, 2):
+        raise ValueError(f"targets must have shape (B, T, 2) = {(*tokens.shape, 2)}, got "
+                         f"{tuple(targets.shape)}")
+    if targets.device != tokens.device:
+        raise ValueError(f"targets must be on the device of tokens ({tokens.device}), got "
+                         f"{targets.device}")
     with torch.no_grad():
-        pred = model(tokens).argmax(-1)  # (B, T, 2)
+        logits = model(tokens)  # (B, T, 2, V)
+    _check_range("targets", targets, logits.shape[-1], "V")
+    pred = logits.argmax(-1)  # (B, T, 2)
     hits = (pred == targets).double().mean(dim=(0, 1))  # (2,)
     return float(hits[0]), float(hits[1])
 
@@ -125,12 +165,15 @@ def blind_ceiling(tokens: torch.Tensor, vocab_size: int = VOCAB_SIZE) -> float:
     knows a position's own token and which tokens the other T-1 positions hold, but not
     where they sit: to it the neighbour is any of those T-1 tokens, equally likely, and its
     best guess is the most common of them. Mean over positions of
-    (count of the most common other token) / (T-1)."""
-    check_rank("tokens", tokens, 2, "(B, T)")
+    (count of the most common other token) / (T-1). ``tokens`` integer ids in [0, vocab_size)."""
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    _check_ids("tokens", tokens, 2, "(B, T)")
     B, T = tokens.shape
-    if T < 2:
-        raise ValueError(f"tokens must have at least 2 positions (B, T), got shape {(B, T)}")
-    own = F.one_hot(tokens, vocab_size)  # (B, T, V)
+    if T < 2 or B < 1:
+        raise ValueError(f"tokens must have at least 1 sequence of at least 2 positions (B, T), "
+                         f"got shape {(B, T)}")
+    _check_range("tokens", tokens, vocab_size, "vocab_size")
+    own = F.one_hot(tokens.long(), vocab_size)  # (B, T, V); one_hot takes long ids only
     others = own.sum(1, keepdim=True) - own  # (B, T, V): the bag of the other T-1 tokens
     return float(others.max(-1).values.double().mean() / (T - 1))
 
@@ -171,13 +214,22 @@ def train(
 
     ``num_threads``: the CPU threads for the run (tensors this small train fastest on one);
     the previous count is restored afterwards, even on an error. None: leave it alone.
-    The model comes back in eval mode.
+    The model comes back in eval mode. Every setting is checked before training; the model is
+    float32. A loss that turns NaN or ±inf raises a ValueError naming the step (lower ``lr``),
+    and so do non-finite weights after the last step: never NaN losses returned silently.
     """
-    check_positive_int("steps", steps)
-    check_positive_int("every", every)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < EVAL_SEED:
+    for name, value in (("steps", steps), ("every", every), ("batch_size", batch_size),
+                        ("eval_size", eval_size)):
+        check_positive_int(name, value)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
+            or not 0 <= seed < EVAL_SEED:
         raise ValueError(f"seed must be an int in 0 … {EVAL_SEED - 1} (the held-out sequences "
                          f"use seed {EVAL_SEED}), got {seed!r}")
+    seed = int(seed)
+    lr = check_real("lr", lr, above=0.0)
+    device = as_usable_device("device", device)
+    if num_threads is not None:
+        check_positive_int("num_threads", num_threads)
     with torch.random.fork_rng(devices=[]):  # the initial weights, from seed; the global
         torch.manual_seed(seed)  # generator is left as it was
         model = NeighbourModel(num_heads, positions=positions, num_hiddens=num_hiddens)
@@ -205,7 +257,8 @@ def train(
             opt.zero_grad()
             loss.backward()
             opt.step()
-            run.losses.append(loss.item())
+            run.losses.append(check_finite_loss(loss.item(), step, lr,
+                                                model if step == steps else None))
             if step % every == 0 or step == steps:
                 checkpoint(step)
     model.eval()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -146,7 +147,7 @@ def test_offset_targets():
                                                  [-1, 0, 1, 2, 3, -1, -1, -1]]
     assert offset_targets(batch, 0).tolist()[1] == [0, 1, 2, 3, 4, -1, -1, -1]
     assert offset_targets(batch, 3).tolist()[0] == [-1, -1, -1, 0, 1, 2, -1, -1]
-    with pytest.raises(ValueError, match=r"offset must be an int ≥ 0, got -1"):
+    with pytest.raises(ValueError, match=r"offset must be an int >= 0, got -1"):
         offset_targets(batch, -1)
 
 
@@ -173,7 +174,8 @@ def test_mean_weight_on_rejects_bad_shapes_and_empty_keys():
         mean_weight_on(torch.zeros(2, 5, 4), torch.zeros(2, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"keys must have 2 dimensions"):
         mean_weight_on(torch.zeros(2, 5, 5), torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"no query has a key"):
+    with pytest.raises(ValueError, match=r"keys must hold at least one key position >= 0 .*"
+                                         r"got -1 everywhere"):
         mean_weight_on(torch.zeros(2, 5, 5), torch.full((2, 5), -1))
 
 
@@ -318,3 +320,129 @@ def test_default_training_grows_a_previous_token_head_and_an_induction_head():
         ablated.blocks[0].attention.W_o.weight.zero_()
         ablated.blocks[0].attention.W_o.bias.zero_()
         assert copy_accuracy(ablated(run.eval_batch.tokens), run.eval_batch) < 0.5
+
+
+# ------------------------------------------------------------- bad input, reduced precision
+def test_copy_batch_checks_its_tensors():
+    tokens = torch.zeros(2, 8, dtype=torch.long)
+    for period, match in [(torch.tensor([2, 5]), r"period must lie in \[2, T/2\] = \[2, 4\].*got "
+                                                 r"values from 2 to 5"),
+                          (torch.tensor([1, 2]), r"period must lie in \[2, T/2\]"),
+                          (torch.tensor([2, 3, 4]), r"length of period .*expected 2, got 3"),
+                          (torch.tensor([2.0, 3.0]), r"period must be a long tensor .*got "
+                                                     r"torch.float32")]:
+        with pytest.raises(ValueError, match=match):
+            CopyBatch(tokens, period)
+    with pytest.raises(ValueError, match=r"tokens must be a long tensor .*got torch.float32"):
+        CopyBatch(tokens.float(), torch.tensor([2, 3]))
+    with pytest.raises(ValueError, match=r"tokens must have 2 dimensions"):
+        CopyBatch(tokens[0], torch.tensor([2]))
+    with pytest.raises(ValueError, match=r"tokens must be token ids >= 0, got a minimum of -1"):
+        CopyBatch(tokens - 1, torch.tensor([2, 3]))  # copy_loss used to fail in cross_entropy
+
+
+def test_metrics_refuse_keys_and_positions_out_of_range():
+    weights = torch.rand(2, 3, 5, 5)  # (B, H, T, T)
+    keys = torch.tensor([[0, 1, 2, 3, -1], [-1, 0, 0, 0, 0]])
+    assert mean_weight_on(weights, keys).shape == (3,)
+    for bad in (5, 7, -2):
+        spoiled = keys.clone()
+        spoiled[0, 4] = bad
+        with pytest.raises(ValueError, match=r"keys must hold key positions in \[0, T\) = "
+                                             r"\[0, 5\) or -1 \(no key\), got values from"):
+            mean_weight_on(weights, spoiled)
+    with pytest.raises(ValueError, match=r"keys must be an integer tensor .*got torch.float32"):
+        mean_weight_on(weights, keys.float())
+    with pytest.raises(ValueError, match=r"weights must be a floating-point tensor, got dtype "
+                                         r"torch.int64"):
+        mean_weight_on(weights.long(), keys)
+    with pytest.raises(ValueError, match=r"weights must be on a device that holds data"):
+        mean_weight_on(weights.to("meta"), keys)
+    with pytest.raises(ValueError, match=r"keys must hold at least one key position"):
+        mean_weight_on(weights, torch.full((2, 5), -1))
+
+
+def test_offset_targets_and_offset_profile_refuse_offsets_past_the_copy():
+    batch = CopyBatch(torch.zeros(2, 8, dtype=torch.long), torch.tensor([2, 3]))  # starts 6, 5
+    assert offset_targets(batch, 7).tolist() == [[-1] * 8] * 2  # no query before the copy: valid
+    with pytest.raises(ValueError, match=r"offset must be an int >= 0, got 1.0"):
+        offset_targets(batch, 1.0)
+    with pytest.raises(ValueError, match=r"offset must be below the sequence length T = 8, got 8"):
+        offset_targets(batch, 8)
+    assert offset_targets(batch, np.int64(2)).tolist() == offset_targets(batch, 2).tolist()
+    weights = torch.rand(2, 8, 8)
+    assert offset_profile(weights, batch, 5).shape == (6,)
+    with pytest.raises(ValueError, match=r"max_offset must be below the latest copy start 6 "
+                                         r".*got 6"):
+        offset_profile(weights, batch, 6)
+
+
+def test_scores_refuse_a_batch_that_is_not_one():
+    weights = torch.rand(2, 8, 8)
+    with pytest.raises(ValueError, match=r"batch must be a CopyBatch, got Tensor"):
+        previous_token_score(weights, torch.zeros(2, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"tokens must be an integer tensor"):
+        induction_targets(torch.zeros(2, 8))
+    with pytest.raises(ValueError, match=r"tokens must repeat a token"):
+        induction_score(weights, torch.arange(16).reshape(2, 8))
+
+
+def test_loss_refuses_tokens_beyond_the_vocabulary_and_integer_logits():
+    batch = CopyTask().sample(2, torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"logits must score every token of batch: a vocabulary "
+                                         r"of more than 15 .*got V = 8"):
+        copy_loss(torch.zeros(2, 16, 8), batch)
+    with pytest.raises(ValueError, match=r"logits must be a floating-point tensor"):
+        copy_accuracy(torch.zeros(2, 16, 16, dtype=torch.long), batch)
+
+
+def test_token_labels_refuse_negative_ids_and_floats():
+    with pytest.raises(ValueError, match=r"tokens must be token ids >= 0, got a minimum of -1"):
+        token_labels(torch.tensor([0, -1]))  # used to print "Z" for -1
+    with pytest.raises(ValueError, match=r"tokens must be an integer tensor"):
+        token_labels(torch.tensor([0.0, 1.0]))
+
+
+def test_make_model_and_sample_check_their_arguments():
+    with pytest.raises(ValueError, match=r"seed must be an int"):
+        make_model(CopyTask(), seed=1.5)
+    with pytest.raises(ValueError, match=r"task must be a CopyTask, got int"):
+        make_model(3)
+    with pytest.raises(ValueError, match=r"generator must be None or a torch.Generator"):
+        CopyTask().sample(2, generator=3)
+    assert CopyTask(vocab_size=np.int64(16)).vocab_size.__class__ is int
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(seed=1.5), r"seed must be an int"),
+    (dict(lr="x"), r"lr must be a finite number > 0.0, got 'x'"),
+    (dict(lr=0), r"lr must be a finite number > 0.0, got 0"),
+    (dict(threads=0), r"threads must be a positive int, got 0"),
+    (dict(task=3), r"task must be a CopyTask or None, got int"),
+    (dict(model="m"), r"model must be a DecoderLM or None, got str"),
+])
+def test_training_checks_every_setting(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        train_with_checkpoints(steps=1, eval_size=4, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_training_refuses_reduced_precision(dtype):
+    model = make_model(CopyTask(), num_hiddens=8, num_heads=1, num_layers=1, ffn_hiddens=8)
+    model = model.to(dtype)
+    with pytest.raises(ValueError, match=rf"model must have float32 or float64 parameters to train "
+                                         rf"\(train in float32 and cast afterwards\), got {dtype}"):
+        train_with_checkpoints(model=model, steps=2, eval_size=4)
+
+
+def test_training_raises_naming_the_step_when_the_loss_turns_non_finite():
+    task = CopyTask(vocab_size=6, seq_len=6, min_period=2, max_period=3)
+    with pytest.raises(ValueError, match=r"training diverged at step 2 with lr=1e\+30: the loss "
+                                         r"must stay finite, got nan"):
+        train_with_checkpoints(task, steps=3, every=5, batch_size=4, eval_size=4, lr=1e30)
+
+
+def test_training_takes_the_largest_seed():
+    task = CopyTask(vocab_size=6, seq_len=6, min_period=2, max_period=3)
+    run = train_with_checkpoints(task, steps=1, batch_size=2, eval_size=4, seed=2**64 - 1)
+    assert run.steps == [0, 1]

@@ -161,3 +161,69 @@ def test_train_rejects_bad_settings():
             relative_task.train(model, **kwargs)
     with pytest.raises(ValueError, match=r"model must have an int vocab_size"):
         relative_task.train(nn.Linear(2, 2))
+
+
+# ---------------------------------------------------------------- reduced precision, divergence
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_train_refuses_reduced_precision_and_leaves_the_model_alone(dtype):
+    # float16 used to give losses [2.42, nan, nan] and NaN weights without a word
+    model = h.DecoderLM(10, 8, 1, 1, ffn_hiddens=16, max_len=16).to(dtype)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=rf"model must have float32 or float64 parameters to "
+                                         rf"train \(train in float32 and cast afterwards\), got "
+                                         rf"{dtype}"):
+        relative_task.train(model, steps=3)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_train_raises_naming_the_step_when_the_loss_turns_non_finite():
+    model = h.DecoderLM(10, 8, 1, 1, ffn_hiddens=16, max_len=16)
+    with pytest.raises(ValueError, match=r"training diverged at step 2 with lr=1e\+30: the loss "
+                                         r"must stay finite, got nan"):
+        relative_task.train(model, steps=3, lr=1e30, batch_size=4, length=8)
+
+
+def test_train_raises_when_the_last_step_leaves_non_finite_weights(monkeypatch):
+    model = h.DecoderLM(10, 8, 1, 1, ffn_hiddens=16, max_len=16)
+
+    class Poison(torch.optim.Adam):  # a step that writes NaN into a weight
+        def step(self, closure=None):
+            super().step(closure)
+            with torch.no_grad():
+                model.head.bias[0] = float("nan")
+
+    monkeypatch.setattr(torch.optim, "Adam", Poison)
+    with pytest.raises(ValueError, match=r"diverged at step 1 .*parameters must stay finite"):
+        relative_task.train(model, steps=1)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(seed=1.5), r"seed must be an int"),
+    (dict(lr="x"), r"lr must be a finite number > 0.0, got 'x'"),
+    (dict(batch_size=0), r"batch_size must be a positive int, got 0"),
+    (dict(length=2.0), r"length must be a positive int, got 2.0"),
+    (dict(offset=16), r"offset must be below the length"),
+    (dict(steps=True), r"steps must be a positive int, got True"),
+])
+def test_train_checks_every_setting_before_touching_the_model(kwargs, match):
+    model = h.DecoderLM(10, 8, 1, 1, ffn_hiddens=16, max_len=16)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=match):
+        relative_task.train(model, **kwargs)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_make_batch_checks_generator_and_device():
+    with pytest.raises(ValueError, match=r"generator must be None or a torch.Generator on the "
+                                         r"CPU, got 3"):
+        relative_task.make_batch(2, 5, generator=3)
+    with pytest.raises(ValueError, match=r"device must be"):
+        relative_task.make_batch(2, 5, device="meta")
+    with pytest.raises(ValueError, match=r"device must be"):
+        relative_task.make_batch(2, 5, device="banana")
+
+
+def test_accuracy_refuses_a_model_without_data():
+    model = h.DecoderLM(10, 8, 1, 1, ffn_hiddens=16, max_len=16).to("meta")
+    with pytest.raises(ValueError, match=r"model's parameters must be on a device that holds data"):
+        relative_task.accuracy_by_position(model, 8)

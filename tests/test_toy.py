@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -239,3 +240,70 @@ def test_training_runs_on_the_device(device):
     run = toy.train(2, positions="sinusoidal", steps=3, device=device)
     assert next(run.model.parameters()).device.type == device.type
     assert run.checkpoints[-1].weights.device.type == "cpu"
+
+
+# ---------------------------------------------------------------- bad input, divergence
+def test_train_raises_naming_the_step_when_the_loss_turns_non_finite():
+    with pytest.raises(ValueError, match=r"training diverged at step 2 with lr=1e\+30: the loss "
+                                         r"must stay finite, got nan"):
+        toy.train(2, steps=3, lr=1e30, batch_size=4, eval_size=8)
+
+
+def test_train_takes_numpy_ints_and_checks_every_setting():
+    a = toy.train(1, steps=2, seed=np.int64(3), batch_size=4, eval_size=8)
+    assert a.losses == toy.train(1, steps=2, seed=3, batch_size=4, eval_size=8).losses
+    for kwargs, match in [({"lr": "x"}, r"lr must be a finite number > 0.0, got 'x'"),
+                          ({"lr": 0.0}, r"lr must be a finite number > 0.0, got 0.0"),
+                          ({"batch_size": 0}, r"batch_size must be a positive int, got 0"),
+                          ({"eval_size": 2.0}, r"eval_size must be a positive int, got 2.0"),
+                          ({"device": "meta"}, r"device must be the CPU or an accelerator"),
+                          ({"num_threads": 0}, r"num_threads must be a positive int, got 0"),
+                          ({"seed": 1.5}, r"seed must be an int in 0 … 9999")]:
+        with pytest.raises(ValueError, match=match):
+            toy.train(**kwargs)
+
+
+def test_make_batch_checks_generator_and_device():
+    with pytest.raises(ValueError, match=r"generator must be None or a torch.Generator on the CPU"):
+        toy.make_batch(2, generator=1)
+    for bad in ("meta", "banana", 1.5):
+        with pytest.raises(ValueError, match=r"device must be"):
+            toy.make_batch(2, device=bad)
+        with pytest.raises(ValueError, match=r"device must be"):
+            toy.held_out_batch(2, device=bad)
+
+
+def test_model_refuses_tokens_outside_the_vocabulary_or_on_another_device():
+    model = toy.NeighbourModel()
+    tokens = torch.zeros(2, toy.SEQ_LEN, dtype=torch.long)
+    for value in (toy.VOCAB_SIZE, -1):
+        with pytest.raises(ValueError, match=r"tokens must be token ids in \[0, vocab_size\) = "
+                                             r"\[0, 6\), got values from"):
+            model(tokens + value)
+    with pytest.raises(ValueError, match=r"tokens must be on the model's device \(cpu\), got meta"):
+        model(tokens.to("meta"))
+    with pytest.raises(ValueError, match=r"positions must be one of"):
+        toy.NeighbourModel(positions=torch.tensor(1))
+
+
+def test_accuracy_and_ceiling_check_their_tensors():
+    model = toy.NeighbourModel()
+    tokens, targets = toy.make_batch(3)
+    with pytest.raises(ValueError, match=r"targets must have 3 dimensions \(B, T, 2\)"):
+        toy.accuracy(model, tokens, targets[..., 0])
+    with pytest.raises(ValueError, match=r"targets must have shape \(B, T, 2\) = \(3, 8, 2\), got "
+                                         r"\(2, 8, 2\)"):
+        toy.accuracy(model, tokens, targets[:2])
+    with pytest.raises(ValueError, match=r"targets must be token ids in \[0, V\) = \[0, 6\)"):
+        toy.accuracy(model, tokens, targets + 6)
+    with pytest.raises(ValueError, match=r"targets must be an integer tensor"):
+        toy.accuracy(model, tokens, targets.float())
+    with pytest.raises(ValueError, match=r"model must be a torch.nn.Module, got str"):
+        toy.accuracy("m", tokens, targets)
+    with pytest.raises(ValueError, match=r"tokens must be token ids in \[0, vocab_size\) = "
+                                         r"\[0, 3\), got values from"):
+        toy.blind_ceiling(torch.tensor([[0, 5, 1]]), vocab_size=3)
+    with pytest.raises(ValueError, match=r"tokens must be an integer tensor"):
+        toy.blind_ceiling(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"vocab_size must be a positive int, got 0"):
+        toy.blind_ceiling(torch.zeros(2, 3, dtype=torch.long), vocab_size=0)
