@@ -7,6 +7,7 @@ import contextlib
 import datetime
 import signal
 
+import numpy as np
 import pytest
 import torch
 
@@ -573,4 +574,217 @@ BAD_DATA_CALLS = {
 def test_bad_input_to_the_helpers_raises_a_clear_value_error(case):
     call, match = BAD_DATA_CALLS[case]
     with finishes_within(30), pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---------------------------------------------------------------- found by the fuzz specs
+# (tests/fuzz/specs_seq2seq.py). Each test below failed before its fix.
+def first_line_names(name: str) -> str:
+    """A message whose first line names ``name`` and says what was expected and what came."""
+    return rf"^(?=[^\n]*\b{name}\b)[^\n]*(must|expected)[^\n]*got"
+
+
+def test_numpy_integers_and_flags_are_accepted():
+    """np.int64 / np.int32 / np.float32 / np.True_ were refused ('must be an int') or raised
+    a raw TypeError inside nn.GRU."""
+    i64, i32 = np.int64, np.int32
+    assert s.format_date(i64(2004), i32(9), np.int16(21), np.uint8(3)) == ("September 21, 2004", "2004-09-21")
+    assert s.count_dates((i64(2001), i32(2001))) == 5 * 365 - 2 * 31
+    assert s.make_dates(3, seed=i64(4)).texts == s.make_dates(3, seed=4).texts
+    model = s.Seq2Seq(i64(3), i32(4), attention=np.True_)
+    assert isinstance(model.decoder, s.AttentionDecoder) and model.decoder.cell.hidden_size == 4
+    assert s.Encoder(i64(7), i32(2), i64(3)).rnn.hidden_size == 3
+    data = s.make_dates(4, seed=1)
+    torch.manual_seed(0)
+    a = s.train_seq2seq(s.Seq2Seq(3, 4), data, steps=i64(2), batch_size=i32(2), lr=np.float32(0.5),
+                        seed=i64(3), print_every=None, num_threads=1)
+    torch.manual_seed(0)
+    b = s.train_seq2seq(s.Seq2Seq(3, 4), data, steps=2, batch_size=2, lr=float(np.float32(0.5)),
+                        seed=3, print_every=None, num_threads=1)
+    assert a == b and len(a) == 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_training_refuses_reduced_precision(dtype):
+    """A float16 model used to train without a word (its Adam moments underflow: NaN weights
+    within a few steps); float32 is the training precision, convert afterwards."""
+    data = s.make_dates(4, seed=1)
+    for model in (s.Seq2Seq(3, 4).to(dtype), s.Seq2Seq(3, 4)):
+        if model.encoder.embedding.weight.dtype == torch.float32:
+            model.decoder.to(dtype)  # mixed: the decoder alone in reduced precision
+        before = [p.clone() for p in model.parameters()]
+        with pytest.raises(ValueError, match=first_line_names("model") + ".*") as err:
+            s.train_seq2seq(model, data, steps=2, batch_size=2, print_every=None)
+        assert "float32" in str(err.value) and str(dtype).replace("torch.", "") in str(err.value)
+        assert all(torch.equal(p, q) for p, q in zip(model.parameters(), before))  # untouched
+
+
+def test_float16_training_really_goes_nan_without_the_check():
+    """Why the check: the same loop in float16 ends with NaN weights (bfloat16 keeps going, but
+    with 8 significant bits its small updates round away)."""
+    torch.manual_seed(0)
+    model = s.Seq2Seq(3, 4).half()
+    data = s.make_dates(64, seed=1)
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    for _ in range(30):
+        logits, _ = model(data.src, data.src_lens, s.shift_right(data.tgt))
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), data.tgt.flatten(), ignore_index=0)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    assert not all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_training_stops_at_a_non_finite_loss_and_names_the_step(one_thread):
+    """lr = 1e25 returned NaN losses (and NaN weights) without a word; lr = 1e300 raised a raw
+    RuntimeError inside Adam."""
+    data = s.make_dates(6, seed=1, years=(1990, 1999))
+    torch.manual_seed(0)
+    model = s.Seq2Seq(3, 4)
+    seen = []
+    with pytest.raises(ValueError, match=r"must stay finite, got loss nan .* at step 2 "):
+        s.train_seq2seq(model, data, steps=3, batch_size=3, lr=1e25, print_every=None,
+                        callback=lambda step, loss: seen.append(loss))
+    assert len(seen) == 1 and all(torch.isfinite(p).all() for p in model.parameters())
+    assert not model.training  # put back in eval mode on the way out
+    with pytest.raises(ValueError, match=first_line_names("lr")):
+        s.train_seq2seq(model, data, steps=1, lr=1e300, print_every=None)
+
+
+def test_training_checks_callback_and_empty_data():
+    data = s.make_dates(4, seed=1)
+    with pytest.raises(ValueError, match=first_line_names("callback")):  # was a raw TypeError
+        s.train_seq2seq(s.Seq2Seq(3, 4), data, steps=1, print_every=None, callback="print")
+    empty = s.DateData([], [], [], data.src[:0], data.src_lens[:0], data.tgt[:0])
+    with pytest.raises(ValueError, match=first_line_names("data")):  # was a raw RuntimeError
+        s.train_seq2seq(s.Seq2Seq(3, 4), empty, steps=1, print_every=None)
+
+
+def _date_data(**change):
+    d = s.make_dates(3, seed=1)
+    fields = dict(texts=d.texts, targets=d.targets, formats=d.formats, src=d.src,
+                  src_lens=d.src_lens, tgt=d.tgt)
+    fields.update(change)
+    return s.DateData(**fields)
+
+
+@pytest.mark.parametrize("name, change", [
+    ("texts", lambda d: dict(texts=0)),
+    ("texts", lambda d: dict(texts="3 May 1998")),
+    ("targets", lambda d: dict(targets=d.targets[:2])),
+    ("formats", lambda d: dict(formats=[0, 5, 1])),
+    ("formats", lambda d: dict(formats=[True, 0, 1])),
+    ("src", lambda d: dict(src=d.src[:2])),
+    ("src", lambda d: dict(src=d.src.float())),
+    ("src", lambda d: dict(src=d.src + 100)),
+    ("src_lens", lambda d: dict(src_lens=d.src_lens * 0)),
+    ("src_lens", lambda d: dict(src_lens=d.src_lens + 100)),
+    ("tgt", lambda d: dict(tgt=d.tgt.int())),
+    ("tgt", lambda d: dict(tgt=torch.full_like(d.tgt, -1))),
+    ("tgt", lambda d: dict(tgt=d.tgt[0])),
+])
+def test_date_data_checks_its_fields(name, change):
+    """DateData took anything (103 silent cases): train_seq2seq failed later, raw."""
+    good = _date_data()
+    assert good.texts and len(good.src) == 3
+    with pytest.raises(ValueError, match=first_line_names(name)):
+        _date_data(**change(good))
+
+
+def test_vocab_refuses_what_is_not_a_sequence_of_tokens_or_ids():
+    """Raw TypeErrors (Vocab(0), encode(0), decode(None)); silent: a generator gave an empty
+    vocabulary, bools were read as ids 0 and 1."""
+    cases = [
+        ("tokens", lambda: s.Vocab(0)), ("tokens", lambda: s.Vocab(t for t in "ab")),
+        ("tokens", lambda: s.Vocab({"a", "b"})), ("tokens", lambda: s.TGT_VOCAB.encode(0)),
+        ("tokens", lambda: s.output_text(5)), ("ids", lambda: s.TGT_VOCAB.decode(None)),
+        ("ids", lambda: s.TGT_VOCAB.decode(3)), ("ids", lambda: s.TGT_VOCAB.decode([True, 3])),
+        ("ids", lambda: s.TGT_VOCAB.decode(torch.tensor([True, False]))),
+        ("ids", lambda: s.decode_target(torch.tensor([True]))),
+        ("ids", lambda: s.TGT_VOCAB.decode(torch.empty(3, dtype=torch.long, device="meta"))),
+    ]
+    for name, call in cases:
+        with pytest.raises(ValueError, match=first_line_names(name)):
+            call()
+    assert s.TGT_VOCAB.decode(np.array([3, 13])) == ["0", "-"]
+
+
+@pytest.mark.parametrize("device", [0.5, -1, "meta", "cuda:63", "gpu"])
+def test_encode_checks_its_device(device):
+    """device=0.5 / -1 / 'cuda:63' raised PyTorch's TypeError / RuntimeError; 'meta' gave
+    tensors that hold nothing."""
+    for encode, texts in ((s.encode_sources, ["3 May 1998"]), (s.encode_targets, ["1998-05-03"])):
+        with pytest.raises(ValueError, match=first_line_names("device")):
+            encode(texts, device)
+
+
+def test_meta_and_empty_inputs_are_refused_clearly():
+    """Meta tensors raised NotImplementedError / RuntimeError ('cannot be called on meta
+    tensors'); an empty batch 'Cannot pack empty tensors'; zero target steps 'stack expects a
+    non-empty TensorList'."""
+    model = small_model("cpu")
+    src, lens, tgt = batch("cpu")
+    meta = lambda x: torch.empty(x.shape, dtype=x.dtype, device="meta")  # noqa: E731
+    cases = [
+        ("tgt", lambda: s.shift_right(meta(tgt))),
+        ("src", lambda: model.encoder(meta(src), lens)),
+        ("src_lens", lambda: model.encoder(src, meta(lens))),
+        ("src_lens", lambda: s.greedy_decode(model, src, meta(lens))),
+        ("tgt_in", lambda: model(src, lens, meta(tgt))),
+        ("src", lambda: model.encoder(src[:0], lens[:0])),
+        ("tgt_in", lambda: model(src, lens, tgt[:, :0])),
+    ]
+    for name, call in cases:
+        with pytest.raises(ValueError, match=first_line_names(name)):
+            call()
+
+
+def test_decoder_context_and_step_check_their_inputs():
+    """context / step read anything: a str state gave an AttributeError, a list token a
+    TypeError, a 2-D token 'Tensors must have same number of dimensions', and src_lens of 0
+    or None was silently taken (weights over no token at all, or over every one)."""
+    model = small_model("cpu")
+    src, lens, tgt = batch("cpu")
+    enc, state = model.encoder(src, lens)
+    token = torch.tensor([1, 3, 4])
+    for decoder in (model.decoder, s.Seq2Seq(5, 7, attention=False).decoder):
+        cases = [
+            ("state", lambda: decoder.context("x", enc, lens)),
+            ("src_lens", lambda: decoder.context(state, enc, lens * 0)),
+            ("src_lens", lambda: decoder.context(state, enc, None)),
+            ("src_lens", lambda: decoder.context(state, enc, lens.tolist())),
+            ("state", lambda: decoder.context(state.double(), enc, lens)),
+            ("token", lambda: decoder.step(token.tolist(), state, enc, lens)),
+            ("token", lambda: decoder.step(token[None], state, enc, lens)),
+            ("token", lambda: decoder.step(token.bool(), state, enc, lens)),
+            ("token", lambda: decoder.step(token + 20, state, enc, lens)),
+            ("tgt_in", lambda: decoder(tgt[:, :0], state, enc, lens)),
+        ]
+        for name, call in cases:
+            with pytest.raises(ValueError, match=first_line_names(name)):
+                call()
+    base = s.Decoder(len(s.TGT_VOCAB), 5, 7)  # the shared base says where a context comes from
+    with pytest.raises(NotImplementedError, match="AttentionDecoder or MeanContextDecoder"):
+        base.context(state, enc, lens)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("tokens", lambda: s.Vocab(["a", "b", "a"])),
+    ("tokens", lambda: s.SRC_VOCAB.encode(["Mai"])),
+    ("year", lambda: s.format_date(0, 5, 3, 0)),
+    ("month", lambda: s.format_date(1998, 13, 3, 0)),
+    ("day", lambda: s.format_date(1998, 2, 30, 0)),
+    ("fmt", lambda: s.format_date(1998, 5, 3, 5)),
+    ("texts", lambda: s.encode_sources(["3 May 1998", " "])),
+    ("texts", lambda: s.encode_sources(["3 Mai 1998"])),
+    ("text", lambda: s.predict(MODEL, "3 Mai 1998")),
+    ("n", lambda: s.make_dates(2000, years=(2001, 2001))),
+    ("targets", lambda: s.matches(MODEL, ["3 May 1998"], [])),
+    ("texts", lambda: s.exact_match(MODEL, [], [])),
+])
+def test_messages_name_the_parameter_and_say_what_came(name, call):
+    """These were ValueErrors that did not say 'must ... got' (or named another parameter,
+    e.g. 'texts[0]' for predict's ``text``)."""
+    with pytest.raises(ValueError, match=first_line_names(name)):
         call()
