@@ -102,3 +102,35 @@ def test_freeze_layout_keeps_positions_and_draws_each_png_once():
     axes[0, 0].set_title("a longer title after the layout " * 3)
     figure_png(fig)
     assert [ax.get_position().bounds for ax in axes.flat] == laid_out  # frozen
+
+
+def test_a_first_drawing_that_fails_raises_its_own_error():
+    # ipywidgets only logs an error of the callback: the view used to come back with no figure
+    # (.result None), the reader seeing bare sliders and the caller no error.
+    import pytest
+
+    def fragile(n: int):
+        raise ValueError(f"n must be odd, got {n}")
+
+    with pytest.raises(ValueError, match=r"^n must be odd, got 2$"):
+        interactive_figure(fragile, n=widgets.IntSlider(value=2, min=1, max=4))
+    with pytest.raises(ValueError, match=r"^draw must return a matplotlib Figure .* got NoneType"):
+        interactive_figure(lambda n: None, n=widgets.IntSlider(value=2, min=1, max=4))
+
+
+def test_bad_arguments_are_refused_clearly():
+    import pytest
+    from matplotlib.figure import Figure
+
+    from helpers.widgets._common import start_figure
+
+    slider = widgets.IntSlider(value=2, min=1, max=4)
+    for call, match in ((lambda: interactive_figure(None, n=slider), r"^draw must be a callable"),
+                        (lambda: interactive_figure(lambda n: Figure(), height="420", n=slider),
+                         r"^height must be a CSS length such as '420px', got '420'"),
+                        (lambda: figure_png("x"), r"^fig must be a matplotlib Figure, got str"),
+                        (lambda: start_figure(Figure(), 3), r"^label must be a str, got int"),
+                        (lambda: start_figure(Figure(), "v", fixed_layout=1),
+                         r"^fixed_layout must be True or False, got 1")):
+        with pytest.raises(ValueError, match=match):
+            call()

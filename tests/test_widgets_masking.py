@@ -160,6 +160,48 @@ def test_drawing_rejects_lengths_that_do_not_fit_the_scores():
         draw_masked_softmax(demo_scores(3, 4, 8), [8, 9, 2])
 
 
+def test_scores_on_meta_and_a_figure_that_is_not_one_are_refused():
+    meta = torch.empty(2, 3, 5, device="meta")  # was a RuntimeError from .item()
+    with pytest.raises(ValueError, match="scores must be on a device that holds data, got meta"):
+        draw_masked_softmax(meta, [5, 2])
+    with pytest.raises(ValueError, match="scores must be on a device that holds data, got meta"):
+        valid_length_view(meta)
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure or None, got str"):
+        draw_masked_softmax(demo_scores(2, 3, 5), [5, 2], fig="fig")  # was an AttributeError
+
+
+@pytest.mark.parametrize("flag", [1, 0, None, "yes"])
+def test_view_refuses_a_per_query_that_is_not_a_flag(flag):
+    # 0 and None were taken as False; 1 and "yes" as True (then valid_lens was blamed)
+    with pytest.raises(ValueError, match=f"per_query must be True or False, got {flag!r}"):
+        valid_length_view(demo_scores(2, 3, 5), per_query=flag)
+
+
+def test_view_refuses_more_sliders_than_fit_beside_the_maps():
+    # one slider per (row, query): 8 × 8 = 64 sliders, each a line of the page
+    with pytest.raises(ValueError, match=r"scores must give at most 32 valid lengths \(one slider "
+                                         r"each\), got B × Q = 8 × 8 = 64"):
+        valid_length_view(demo_scores(8, 8, 4), per_query=True)
+    assert len(sliders(valid_length_view(demo_scores(8, 8, 4)))) == 8  # one per row: fine
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(B=0, Q=2, K=3), r"B must be a positive int, got 0"),
+    (dict(B=2, Q=True, K=3), r"Q must be a positive int, got True"),  # was a (2, 1, 3) tensor
+    (dict(B=2, Q=2, K=torch.tensor(3)), r"K must be a positive int, got tensor\(3\)"),
+    (dict(B=2, Q=2, K=2.0), r"K must be a positive int, got 2.0"),  # was a TypeError
+    (dict(B=2, Q=2, K=3, seed=0.5), r"seed must be an int in \[-2\*\*63, 2\*\*64\), got 0.5"),
+])
+def test_demo_scores_refuses_sizes_and_seeds_that_are_not_ints(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        demo_scores(**kwargs)
+
+
+def test_demo_scores_takes_numpy_ints():
+    expected = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(7))
+    assert torch.equal(demo_scores(np.int64(2), 3, 4, seed=np.int64(7)), expected)  # was TypeError
+
+
 def test_frozen_figure_is_drawn_once_per_png():
     fig = draw_masked_softmax(demo_scores(2, 2, 4), [4, 1])
     assert fig.get_layout_engine() is None  # no placeholder engine: savefig draws once

@@ -138,8 +138,54 @@ def test_bad_choices_are_refused_with_what_was_expected(runs):
     with pytest.raises(ValueError, match=r"step must be one of the checkpointed steps .* got 7"):
         mw.draw_training(runs, 2, 7)
     other = {1: runs[1], 2: toy.train(2, steps=6, every=3)}
-    with pytest.raises(ValueError, match="same steps"):
+    with pytest.raises(ValueError, match=r"runs must have checkpoints at the same steps, got"):
         mw.training_view(other)
+
+
+TINY = dict(steps=2, every=1, eval_size=8, batch_size=4)
+
+
+@pytest.mark.parametrize("head_counts, message", [
+    (2, r"head_counts must be a non-empty tuple of positive ints, got int"),  # was a TypeError
+    ((), r"head_counts must be a non-empty tuple of positive ints, got \(\)"),  # was {}
+    ((0,), r"head_counts\[0\] must be a positive int, got 0"),
+    ((1, 2.0), r"head_counts\[1\] must be a positive int, got 2.0"),
+])
+def test_train_runs_refuses_head_counts_that_are_not_positive_ints(head_counts, message):
+    with pytest.raises(ValueError, match=message):
+        mw.train_runs(head_counts, **TINY)
+
+
+def test_train_runs_takes_a_list_and_numpy_ints():
+    runs = mw.train_runs([np.int64(1)], **TINY)
+    assert list(runs) == [1] and type(next(iter(runs))) is int
+    assert [c.step for c in runs[1].checkpoints] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("step", [5.0, False, torch.tensor(5), np.float64(10.0)])
+def test_checkpoint_at_refuses_a_step_that_is_not_an_int(runs, step):
+    # each compared equal to a checkpointed step (5, 0, 5, 10) and was taken
+    with pytest.raises(ValueError, match=r"step must be one of the checkpointed steps \[0, 5, .*got"):
+        mw.checkpoint_at(runs[2], step)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda runs: mw.checkpoint_at("run", 5), r"run must be a toy.Run, got str"),
+    (lambda runs: mw.draw_training([runs[1]], 1), r"runs must be a non-empty dict \{num_heads: toy.Run\}, got list"),
+    (lambda runs: mw.draw_training({}, 1), r"runs must be a non-empty dict \{num_heads: toy.Run\}, got \{\}"),
+    (lambda runs: mw.training_view({2: "run"}), r"runs must map each head count to a toy.Run, got str for 2"),
+    (lambda runs: mw.draw_training({1000: runs[2]}, 1000),  # drew 1000 panels (max key)
+     r"runs must map each head count to a run with that many heads, got a 2-head run for 1000"),
+    (lambda runs: mw.draw_training(runs, 2.0), r"num_heads must be one of \[1, 2\], got 2.0"),
+    (lambda runs: mw.training_view(runs, True), r"num_heads must be one of \[1, 2\], got True"),
+    (lambda runs: mw.training_view(runs, 2, 7), r"step must be one of the checkpointed steps .* got 7"),
+    (lambda runs: mw.training_view(runs, 2, 5.0), r"step must be one of the checkpointed steps .* got 5.0"),
+    (lambda runs: mw.draw_training(runs, 2, fig="fig"), r"fig must be a matplotlib Figure or None, got str"),
+])
+def test_runs_heads_steps_and_figures_of_the_wrong_kind_are_refused(runs, call, message):
+    # each was an AttributeError, a TypeError, a TraitError or a float taken as a head count
+    with pytest.raises(ValueError, match=message):
+        call(runs)
 
 
 def test_demo_views_show_a_figure():  # build time: benchmarks/bench_sliders.py

@@ -167,3 +167,40 @@ def test_one_fixed_colour_scale_for_every_bandwidth_and_kernel(data):
     norm = image.norm
     uniform = norm(1 / 23)  # the constant kernel's weights: pale, but far from white
     assert 0.15 < uniform < 0.25 and norm(1.0) == 1.0 and norm(0.0) == 0.0
+
+
+@pytest.mark.parametrize("bad", [None, "data", (1, 2)])
+def test_data_that_is_not_regression_data_is_refused(data, bad):
+    with pytest.raises(ValueError, match="data must be a RegressionData"):
+        draw_nw(bad)  # was an AttributeError (.x_train)
+    if bad is not None:  # None: the view's default data
+        with pytest.raises(ValueError, match="data must be a RegressionData or None"):
+            nw_view(bad)  # was a failing first drawing
+
+
+@pytest.mark.parametrize("bandwidth", [torch.tensor(0.5), True, 0.0, float("nan")])
+def test_a_bandwidth_that_is_not_a_positive_number_is_refused(data, bandwidth):
+    # a 0-d tensor was drawn (and formatted into the title) as if it were a number
+    with pytest.raises(ValueError, match="bandwidth must be a finite number > 0, got"):
+        draw_nw(data, "gaussian", bandwidth)
+
+
+def test_a_figure_that_is_not_one_is_refused(data):
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure or None, got str"):
+        draw_nw(data, fig="fig")  # was an AttributeError
+
+
+@pytest.mark.parametrize("kernel", ["bogus", None, 2])
+def test_the_view_refuses_an_unknown_kernel(data, kernel):  # was a TraitError
+    with pytest.raises(ValueError, match=r"kernel must be one of \['boxcar', 'constant', "
+                                         r"'epanechnikov', 'gaussian'\], got"):
+        nw_view(data, kernel=kernel)
+
+
+@pytest.mark.parametrize("bandwidth", [0.005, 20.0, -1.0, float("inf")])
+def test_the_view_refuses_a_bandwidth_off_its_slider(data, bandwidth):
+    # the slider (10^-2 to 10^1) clipped 0.005 and 20 without a word; -1 and inf drew nothing
+    with pytest.raises(ValueError, match=r"bandwidth must lie on the slider, in \[0.01, 10\], got"):
+        nw_view(data, bandwidth=bandwidth)
+    for edge in (0.01, 10.0):
+        assert math.isclose(control(nw_view(data, bandwidth=edge), "bandwidth").value, edge)

@@ -183,3 +183,54 @@ def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     for view in views.values():
         assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
+
+
+# ---------------------------------------------------------------- memory and bad input
+def test_rotation_draws_what_it_did_and_allocates_only_the_pairs_drawn():
+    """The pairs were cut from the whole (T, d) table: d = 10^6 allocated 64 MB for 8 points.
+    Now only the T pairs drawn are computed, as sinusoidal_table computes them: bit for bit
+    the same for the view's d = 32 (and to the last bit, ±1 ulp, for other d)."""
+    from helpers.positional import sinusoidal_table
+    from helpers.tiling import peak_bytes
+
+    fig = positional.draw_rotation(2, 2)
+    for j in range(16):
+        for delta in (-20, -3, 0, 7, 20):
+            positional.draw_rotation(delta, j, fig=fig)
+            P = sinusoidal_table(8, 32, dtype=torch.float64)  # the old way: the whole table
+            pairs = P[:, 2 * j: 2 * j + 2]
+            omega = positional.frequencies(32)[j].item()
+            dots, rings = drawn_points(fig)
+            np.testing.assert_array_equal(dots, pairs.numpy())
+            np.testing.assert_array_equal(rings, positional.rotate_pairs(pairs, delta, omega).numpy())
+    assert peak_bytes(lambda: positional.draw_rotation(1, 0, num_hiddens=10**6, fig=fig)) < 2**20
+    dots, _ = drawn_points(fig)
+    np.testing.assert_allclose(dots, [[math.sin(i), math.cos(i)] for i in range(8)], atol=1e-15)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: positional.draw_rotation(1, 1.5), r"^j must be an int, got 1.5"),  # was a TypeError
+    (lambda: positional.draw_rotation(1, 0, num_hiddens=1), r"^num_hiddens must be an int >= 2"),
+    (lambda: positional.draw_rotation(0.5, 1), r"^delta must be an int, got 0.5"),
+    (lambda: positional.draw_rotation(np.int64(3), np.int64(1)), None),  # NumPy ints work
+    (lambda: positional.rotation_view(delta=30), r"^delta must be an int in \[-20, 20\]"),  # clamped
+    (lambda: positional.rotation_view(j=16), r"^j must be in 0 … 15"),  # was a TraitError
+    (lambda: positional.rotation_matrix(math.nan, 0.3), r"^delta must be a finite number"),
+    (lambda: positional.rotation_matrix(1e300, 1e300), r"^delta must make delta \* omega finite"),
+    (lambda: positional.rotate_pairs(torch.zeros(3, 3), 1, 0.3), r"^pairs must be a \(T, 2\)"),
+    (lambda: positional.rotate_pairs(torch.zeros(3, 2, dtype=torch.long), 1, 0.3),
+     r"^pairs must be a floating-point tensor"),
+    (lambda: positional.frequencies(0), r"^num_hiddens must be a positive int, got 0"),
+    (lambda: positional.draw_encoding(32, -1), r"^first_col must be an int >= 0, got -1"),
+    (lambda: positional.draw_encoding(32, 2.5), r"^first_col must be an int >= 0, got 2.5"),
+    (lambda: positional.draw_encoding(32, 2, num_cols=0), r"^num_cols must be a positive int"),
+    (lambda: positional.encoding_view(100), r"^num_hiddens must be an int in \[4, 64\]"),  # clamped
+    (lambda: positional.encoding_view(32, num_cols=70), r"^max_hiddens must be an int >= 70"),
+    (lambda: positional.draw_encoding(fig=1), r"^fig must be a matplotlib Figure or None, got int"),
+])
+def test_bad_input_is_refused_clearly(call, match):
+    if match is None:
+        assert isinstance(call(), Figure)
+        return
+    with pytest.raises(ValueError, match=match):
+        call()

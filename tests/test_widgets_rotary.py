@@ -123,10 +123,11 @@ def test_draw_shift_reuses_its_figure_and_redraws_a_foreign_one():
     np.testing.assert_allclose(maps(out)[1], rotary.shift_scores(2, num_positions=5, size=8)[1].numpy())
 
 
-@pytest.mark.parametrize("shift", [-1, 2.0, True, "3"])
+@pytest.mark.parametrize("shift", [-1, 2.0, True, "3", 10**9 - 10])
 def test_bad_shift(shift):
-    with pytest.raises(ValueError, match=r"shift must be an int >= 0"):
-        rotary.shift_scores(shift)
+    with pytest.raises(ValueError, match=r"shift must be an int in \[0, 999999989\] "
+                                         r"\(the last position s\+T−1 at most 10\*\*9\), got "):
+        rotary.shift_scores(shift)  # T = 12: the last position 10**9 - 10 + 11 is past 10**9
 
 
 # ---------------------------------------------------------------- the frequencies
@@ -197,3 +198,61 @@ def test_demo_views_show_figures():  # build time and latency: benchmarks/bench_
     for view in views.values():
         assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
+
+
+# ---------------------------------------------------------------- memory and bad input
+def test_shift_scores_are_what_they_were_for_every_shift_of_the_slider():
+    """The shifted rows of the sinusoidal table, computed for the T positions alone, are the
+    rows the whole table (s + T rows, as first written) had: the same numbers, bit for bit."""
+    from helpers.positional import sinusoidal_table
+
+    X, W_q, W_k = rotary._tokens_and_projections(12, 16)
+    for shift in range(rotary.MAX_SHIFT + 1):
+        P = sinusoidal_table(shift + 12, 16, dtype=torch.float64)[shift:]  # (T, D)
+        added = ((X + P) @ W_q) @ ((X + P) @ W_k).T / 4.0
+        assert torch.equal(rotary.shift_scores(shift)[0], added), shift
+
+
+def test_shift_memory_grows_with_the_picture_not_the_shift():
+    """A shift of 10^6 used to build the sinusoidal table of 10^6 + T rows (over 250 MiB)."""
+    from helpers.tiling import peak_bytes
+
+    assert peak_bytes(lambda: rotary.shift_scores(10**6)) < 5 * 2**20
+    fig = rotary.draw_shift(0)
+    assert peak_bytes(lambda: rotary.draw_shift(10**6, fig=fig)) < 5 * 2**20
+    added, rope = scores_by_hand(10**6)
+    np.testing.assert_allclose(maps(fig)[0], added, atol=1e-9)
+    np.testing.assert_allclose(maps(fig)[1], rope, atol=1e-6)
+
+
+@pytest.mark.parametrize("base", [1, 1.0, 0, -5, math.nan, math.inf, "10", None, True])
+def test_bad_bases_are_refused_as_apply_rotary_refuses_them(base):
+    with pytest.raises(ValueError, match=r"^base must be a finite number > 1.0, got"):
+        rotary.apply_rotary(torch.zeros(2, 4), base=base)
+    for call in (lambda: rotary.wrapped_angles(base, torch.arange(3.0)),
+                 lambda: rotary.wavelengths(base), lambda: rotary.draw_frequencies(base),
+                 lambda: rotary.frequency_view(base)):
+        with pytest.raises(ValueError, match=r"^base must be a finite number > 1.0, got"):
+            call()
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: rotary.frequency_view(5.0), r"^base must be in \[10, 1e6\] \(the slider's range\)"),
+    (lambda: rotary.shift_view(shift=201), r"^shift must be an int in \[0, 200\]"),  # was clamped
+    (lambda: rotary.shift_scores(np.int64(3)), None),  # a NumPy int is an int
+    (lambda: rotary.shift_scores(3, size=7), r"^size must be an even int >= 2"),  # was raw
+    (lambda: rotary.shift_scores(3, num_positions=0), r"^num_positions must be a positive int"),
+    (lambda: rotary.wavelengths(100.0, size=5), r"^size must be an even int >= 2"),  # was silent
+    (lambda: rotary.wrapped_angles(100.0, torch.zeros(2, 3)), r"^positions must be a 1-D tensor"),
+    (lambda: rotary.wrapped_angles(100.0, torch.tensor([True])), r"^positions must hold real"),
+    (lambda: rotary.wrapped_angles(100.0, [0, 1]), r"^positions must be a 1-D tensor \(T,\), got list"),
+    (lambda: rotary.draw_frequencies(100.0, train_length=200), r"^train_length must be an int in \[1, 128\]"),
+    (lambda: rotary.draw_frequencies(100.0, num_positions=1), r"^num_positions must be an int >= 2"),
+    (lambda: rotary.draw_shift(1, fig=[]), r"^fig must be a matplotlib Figure or None, got list"),
+])
+def test_bad_input_is_refused_clearly(call, match):
+    if match is None:
+        assert call().shape == (2, 12, 12)
+        return
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -223,3 +223,77 @@ def test_demo_views_show_figures():  # build time and latency: benchmarks/bench_
     for view in views.values():
         assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
+
+
+# ------------------------------------------------------------------ memory and bad input
+def old_tile_map(Q: int, K: int, b: int, causal: bool) -> np.ndarray:
+    """tile_map as it was first written: each tile kind repeated b × b times, then cut to
+    (Q, K) (memory ∝ b², whatever Q and K)."""
+    from helpers.tiling import SKIPPED, tile_kinds
+
+    kinds = tile_kinds(Q, K, b, causal=causal).numpy()
+    per_entry = np.repeat(np.repeat(kinds, b, axis=0), b, axis=1)[:Q, :K]
+    visible = np.array([[j <= i + K - Q or not causal for j in range(K)] for i in range(Q)])
+    return np.where(per_entry == SKIPPED, np.nan, np.where(visible, scale.USED, scale.MASKED_IN_TILE))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("shape", [(100, 100), (3, 10), (13, 7), (1, 1)])
+def test_tile_map_is_what_it_was_for_every_block_size_of_the_slider(shape, causal):
+    for block_size in (*scale.BLOCK_CHOICES, 1, 5, 99, 100, 101):
+        np.testing.assert_array_equal(scale.tile_map(*shape, block_size, causal=causal),
+                                      old_tile_map(*shape, block_size, causal))
+
+
+def test_tile_memory_grows_with_the_picture_not_the_block_size():
+    """A block size of 4096 on an 8 × 8 map used to allocate a 4096 × 4096 map (128 MiB)."""
+    import tracemalloc
+
+    from helpers.tiling import peak_bytes
+
+    def numpy_peak(fn) -> int:
+        tracemalloc.start()
+        try:
+            fn()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    assert numpy_peak(lambda: scale.tile_map(8, 8, 4096)) < 5 * 2**20
+    assert peak_bytes(lambda: scale.tile_map(8, 8, 4096)) < 5 * 2**20  # the torch part
+    fig = scale.draw_tiles(4096, num_queries=8, num_keys=8)
+    assert numpy_peak(lambda: scale.draw_tiles(4096, False, num_queries=8, num_keys=8, fig=fig)) \
+        < 5 * 2**20
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), np.full((8, 8), scale.USED))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: scale.draw_online(2.0), r"^step must be an int"),  # was a TypeError
+    (lambda: scale.draw_online(np.int64(2), block_size=np.int64(8)), None),  # NumPy ints work
+    (lambda: scale.draw_online(1, seed=1.5), r"^seed must be an int"),
+    (lambda: scale.online_view(step=7), r"^step must be in 0 … 6"),  # was clamped to 6
+    (lambda: scale.example_row(0), r"^num_keys must be a positive int, got 0"),
+    (lambda: scale.online_trace(torch.zeros(4, dtype=torch.float64), torch.zeros(3, 2,
+                                dtype=torch.float64), 2), r"^values must have one row per score"),
+    (lambda: scale.online_trace(torch.zeros(4), torch.zeros(4, 2, dtype=torch.float64), 2),
+     r"^values must have the dtype and device of scores"),  # was a RuntimeError
+    (lambda: scale.tile_map(4, 4, 2, causal=None), r"^causal must be True or False"),
+    (lambda: scale.draw_tiles(16, size=0), r"^size must be a positive int, got 0"),  # named qk_size
+    (lambda: scale.tiles_view(block_size=5), r"^block_size must be one of the slider's"),  # TraitError
+    (lambda: scale.draw_gqa(8.0), r"^kv_heads must be one of"),  # was a TypeError
+    (lambda: scale.draw_gqa(True), r"^kv_heads must be one of"),  # was drawn as G = 1
+    (lambda: scale.gqa_view(kv_heads=3), r"^kv_heads must be one of the slider's"),  # TraitError
+    (lambda: scale.cache_bytes_per_token(32, 0, 128, 2), r"^kv_heads must be a positive int"),
+    (lambda: scale.draw_online(fig="x"), r"^fig must be a matplotlib Figure or None, got str"),
+])
+def test_bad_input_is_refused_clearly(call, match):
+    if match is None:
+        assert isinstance(call(), Figure)
+        return
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_gqa_accepts_numpy_ints():
+    fig = scale.draw_gqa(np.int64(4))
+    assert fig.axes[0].get_title().startswith("grouped-query: G = 4 K/V heads, 8 query heads each")

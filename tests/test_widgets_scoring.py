@@ -97,10 +97,16 @@ def test_draw_scaling_reuses_its_figure_and_redraws_a_foreign_one():
 @pytest.mark.parametrize("call, message", [
     (lambda: scoring.scaling_view(d=3), r"d must be one of the slider's sizes \[1, 2, 4.*1024\], got 3"),
     (lambda: scoring.scaling_view(d=True), r"d must be one of the slider's sizes .* got True"),
-    (lambda: scoring.scaling_view(num_queries=0), r"num_queries must be an int >= 1, got 0"),
-    (lambda: scoring.draw_scaling(0), r"d must be an int >= 1, got 0"),
-    (lambda: scoring.draw_scaling(8, num_keys=2.5), r"num_keys must be an int >= 1, got 2.5"),
-    (lambda: scoring.scaling_inputs(8, seed=-1), r"seed must be an int >= 0, got -1"),
+    (lambda: scoring.scaling_view(num_queries=0), r"num_queries must be an int in \[1, 64\], got 0"),
+    (lambda: scoring.draw_scaling(0), r"d must be an int in \[1, 1024\], got 0"),
+    (lambda: scoring.draw_scaling(8, num_keys=2.5), r"num_keys must be an int in \[1, 64\], got 2.5"),
+    (lambda: scoring.scaling_inputs(8, seed=0.5), r"seed must be an int in \[-2\*\*63, 2\*\*64\), got 0.5"),
+    (lambda: scoring.draw_scaling(1025), r"d must be an int in \[1, 1024\], got 1025"),
+    (lambda: scoring.draw_scaling(8, num_queries=65), r"num_queries must be an int in \[1, 64\], got 65"),
+    (lambda: scoring.scaling_view(num_keys=100), r"num_keys must be an int in \[1, 64\], got 100"),
+    (lambda: scoring.draw_scaling(8, scaled="no"), r"scaled must be True or False, got 'no'"),
+    (lambda: scoring.scaling_view(scaled=None), r"scaled must be True or False, got None"),
+    (lambda: scoring.draw_scaling(8, fig="fig"), r"fig must be a matplotlib Figure or None, got str"),
 ])
 def test_scaling_rejects_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
@@ -291,17 +297,90 @@ def test_draw_hidden_size_reuses_its_figure_and_redraws_a_foreign_one():
     (lambda: scoring.hidden_size_view(num_hiddens=0), r"num_hiddens must be an int in \[1, 16\], got 0"),
     (lambda: scoring.hidden_size_view(num_hiddens=17), r"num_hiddens must be an int in \[1, 16\], got 17"),
     (lambda: scoring.hidden_size_view(num_hiddens=2.0), r"num_hiddens must be an int in \[1, 16\], got 2.0"),
-    (lambda: scoring.hidden_size_view(seed=-2), r"seed must be an int >= 0, got -2"),
+    (lambda: scoring.hidden_size_view(seed=2**64), r"seed must be an int in \[-2\*\*63, 2\*\*64\), got 18446744073709551616"),
+    (lambda: scoring.draw_hidden_size(3, fig="fig"), r"fig must be a matplotlib Figure or None, got str"),
+    (lambda: scoring.rank_labels("ax"), r"ax must be a matplotlib Axes \(a panel of draw_hidden_size\), got str"),
+    (lambda: scoring.make_additive(8, score_scale=float("nan")), r"score_scale must be a finite number > 0, got nan"),
+    (lambda: scoring.additive_parameters(8, score_scale=0), r"score_scale must be a finite number > 0, got 0"),
+    (lambda: scoring.pairs_alike_over_seeds([1], [0], batch_seed=0.5), r"batch_seed must be an int in \[-2\*\*63, 2\*\*64\), got 0.5"),
+    (lambda: scoring.pairs_alike_over_seeds([1], [0, "1"]), r"seeds\[1\] must be an int in \[-2\*\*63, 2\*\*64\), got '1'"),
+    (lambda: scoring.pairs_alike_over_seeds(4, [0]), r"hiddens must be a list of ints in \[1, 64\], got int"),
+    (lambda: scoring.pairs_alike_over_seeds([4], 3), r"seeds must be a list or range of ints, got int"),
     (lambda: scoring.draw_hidden_size(65), r"num_hiddens must be an int in \[1, 64\], got 65"),
     (lambda: scoring.draw_hidden_size(True), r"num_hiddens must be an int in \[1, 64\], got True"),
-    (lambda: scoring.make_additive(8, query_size=0), r"query_size must be an int >= 1, got 0"),
-    (lambda: scoring.pairs_alike_over_seeds([0], [0]), r"num_hiddens must be an int in \[1, 64\]"),
-    (lambda: scoring.toy_batch(seed="1"), r"seed must be an int >= 0, got '1'"),
+    (lambda: scoring.make_additive(8, query_size=0), r"query_size must be a positive int, got 0"),
+    (lambda: scoring.pairs_alike_over_seeds([2, 0], [0]), r"hiddens\[1\] must be an int in \[1, 64\], got 0"),
+    (lambda: scoring.toy_batch(seed="1"), r"seed must be an int in \[-2\*\*63, 2\*\*64\), got '1'"),
 ])
 def test_hidden_size_rejects_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
 
+
+
+def test_numpy_ints_and_any_seed_torch_takes_are_accepted():
+    # np.int64 sizes and negative seeds were refused (a Python int >= 0 only)
+    q, k = scoring.scaling_inputs(np.int64(4), num_queries=np.int32(2), seed=-3)
+    gen = torch.Generator().manual_seed(-3)
+    assert torch.equal(q, torch.randn(2, 4, generator=gen)) and k.shape == (12, 4)
+    W_q, _, _ = scoring.additive_parameters(np.int64(3), seed=np.int64(5))
+    assert torch.equal(W_q, scoring.additive_parameters(3, seed=5)[0])
+    table = scoring.pairs_alike_over_seeds((np.int64(1),), [np.int64(2)])
+    assert table == scoring.pairs_alike_over_seeds([1], [2])
+
+
+def test_pairs_alike_over_no_sizes_is_an_empty_table():
+    # was an IndexError: torch.tensor([]) is a float tensor, not indices
+    assert scoring.pairs_alike_over_seeds([], range(3)) == {"num_hiddens": [], "seed": [], "alike": []}
+
+
+def test_scaling_weights_checks_its_tensors():
+    q, k = torch.randn(3, 5), torch.randn(4, 5)
+    with pytest.raises(ValueError, match=r"queries must have at least 2 dimensions \(\.\.\., Q, D\), got 1"):
+        scoring.scaling_weights(q[0], k)  # was a (4,) tensor of weights
+    with pytest.raises(ValueError, match=r"feature size of keys \(D, same as queries\): expected 5, got 6"):
+        scoring.scaling_weights(q, torch.randn(4, 6))  # was a RuntimeError from the matmul
+    with pytest.raises(ValueError, match=r"keys must have the dtype and device of queries"):
+        scoring.scaling_weights(q, k.double())
+    with pytest.raises(ValueError, match="queries must be on a device that holds data, got meta"):
+        scoring.scaling_weights(q.to("meta"), k.to("meta"))  # was an empty shell
+    with pytest.raises(ValueError, match="scaled must be True or False, got 1"):
+        scoring.scaling_weights(q, k, 1)
+    with pytest.raises(ValueError, match=r"keys must have batch dimensions that broadcast with "
+                                         r"queries', got \(3,\) and \(2,\)"):
+        scoring.scaling_weights(torch.randn(2, 3, 5), torch.randn(3, 4, 5))
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(queries=torch.randn(3, 2).long()), r"queries must be a floating-point tensor, got dtype torch.int64"),
+    (dict(keys=torch.randn(4)), r"keys must have at least 2 dimensions \(\.\.\., K, D_k\), got 1"),
+    (dict(W_q=torch.randn(1, 6, 2)), r"W_q must have 2 dimensions \(N, D_q\), got 3"),
+    (dict(w_v=torch.randn(6, 1)), r"w_v must have 1 dimensions \(N,\), got 2"),
+    (dict(W_q=torch.randn(6, 3)), r"query size of W_q \(N, D_q\), as queries \(\.\.\., Q, D_q\): expected 2, got 3"),
+    (dict(W_k=torch.randn(6, 2)), r"key size of W_k \(N, D_k\), as keys \(\.\.\., K, D_k\): expected 5, got 2"),
+    (dict(W_k=torch.randn(7, 5)), r"hidden units N of W_k \(N, D_k\), as W_q: expected 6, got 7"),
+    (dict(w_v=torch.randn(5)), r"hidden units N of w_v \(N,\), as W_q: expected 6, got 5"),
+    (dict(w_v=torch.randn(6).double()), r"w_v must have the dtype and device of queries"),
+    (dict(W_k=torch.randn(6, 5, device="meta")), r"W_k must have the dtype and device of queries"),
+    (dict(queries=torch.randn(2, 3, 2), keys=torch.randn(3, 4, 5)),
+     r"keys must have batch dimensions that broadcast with queries', got \(3,\) and \(2,\)"),
+])
+def test_additive_score_checks_its_tensors(change, message):
+    # each was a RuntimeError or IndexError from a matmul, or an empty 'meta' shell
+    kwargs = dict(queries=torch.randn(3, 2), keys=torch.randn(4, 5), W_q=torch.randn(6, 2),
+                  W_k=torch.randn(6, 5), w_v=torch.randn(6))
+    with pytest.raises(ValueError, match=message):
+        scoring.additive_score(**{**kwargs, **change})
+
+
+@pytest.mark.parametrize("scores, message", [
+    (torch.tensor([[1, 2], [2, 1]]), r"scores must be a floating-point tensor, got dtype torch.int64"),
+    (torch.zeros(2, 3, dtype=torch.complex64), r"scores must be a floating-point tensor"),
+    (torch.zeros(2, 3, device="meta"), r"scores must be on a device that holds data, got meta"),
+])
+def test_pairs_alike_refuses_scores_it_cannot_order(scores, message):
+    with pytest.raises(ValueError, match=message):  # complex and meta were raw errors
+        scoring.pairs_alike(scores)
 
 # ---------------------------------------------------------------- the module as a whole
 def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py

@@ -147,6 +147,85 @@ def test_view_checks_its_inputs(model):
         ws.alignment_view(model, TEXTS, step=0)
 
 
+SRC, OUT = ["3", "May", "1", "9", "9", "8"], ["1", "9", "9", "8", "-"]
+
+
+@pytest.mark.parametrize("bad", ["1998", [1, 9], None, 3])
+def test_tokens_that_are_not_a_list_of_str_are_refused(bad):
+    # a str was split into characters without a word; ints and None were raw errors
+    with pytest.raises(ValueError, match="output_tokens must be a list of str"):
+        ws.step_labels(bad)
+    with pytest.raises(ValueError, match="output_tokens must be a list of str"):
+        ws.alignment_title("3 May 1998", bad)
+    with pytest.raises(ValueError, match="source_tokens must be a list of str"):
+        ws.draw_alignment(bad, OUT, torch.rand(5, 6))
+
+
+@pytest.mark.parametrize("weights, message", [
+    (torch.ones(5, 6, dtype=torch.long), r"weights must be floating-point numbers \(S, T\), got int64"),
+    (torch.ones(5, 6, dtype=torch.bool), r"weights must be floating-point numbers \(S, T\), got bool"),
+    (torch.ones(5, 6, dtype=torch.complex64), r"weights must be floating-point numbers \(S, T\), got complex64"),
+    (torch.ones(5, 6, device="meta"), r"weights must be on a device that holds data, got meta"),
+    ("x", r"weights must be floating-point numbers \(S, T\), got str"),
+])
+def test_weights_that_are_not_real_numbers_are_refused(weights, message):
+    # ints, bools and complex numbers (imaginary part dropped) were drawn without a word
+    with pytest.raises(ValueError, match=message):
+        ws.draw_alignment(SRC, OUT, weights)
+
+
+def test_no_steps_no_source_tokens_odd_titles_and_figures_are_refused():
+    with pytest.raises(ValueError, match=r"weights must have at least one row \(one decoding "
+                                         r"step\), got shape \(0, 6\)"):
+        ws.draw_alignment(SRC, [], torch.zeros(0, 6))
+    with pytest.raises(ValueError, match=r"weights must have at least one column \(one source "
+                                         r"token\), got shape \(5, 0\)"):
+        ws.draw_alignment([], OUT, torch.zeros(5, 0))  # was drawn: an empty map
+    with pytest.raises(ValueError, match="title must be a str, got int"):
+        ws.draw_alignment(SRC, OUT, torch.rand(5, 6), title=2)  # was drawn as "2"
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure or None, got str"):
+        ws.draw_alignment(SRC, OUT, torch.rand(5, 6), fig="fig")  # was an AttributeError
+    with pytest.raises(ValueError, match="text must be a str, got int"):
+        ws.alignment_title(2, OUT)
+    with pytest.raises(ValueError, match="target must be a str or None, got float"):
+        ws.alignment_title("3 May 1998", OUT, 0.5)  # was "(wrong, target 0.5)"
+
+
+def test_a_view_refuses_what_its_sliders_cannot_show(model):
+    longest = max(len(tokens) for tokens, _ in s.predict_many(model, TEXTS))
+    with pytest.raises(ValueError, match=rf"step must be an int in \[1, {longest}\] \(the longest "
+                                         rf"output\), got {longest + 1}"):
+        ws.alignment_view(model, TEXTS, step=longest + 1)  # the slider clipped it silently
+    with pytest.raises(ValueError, match=r"max_steps must be an int in \[1, 64\] \(one heatmap row "
+                                         r"per step\), got 65"):
+        ws.alignment_view(model, TEXTS, max_steps=65)  # decoding time and rows grew without end
+    with pytest.raises(ValueError, match="targets must be None or one str per text \\(4\\), got 2"):
+        ws.alignment_view(model, TEXTS, TARGETS[:2])
+    with pytest.raises(ValueError, match="targets must be a list of str"):
+        ws.alignment_view(model, TEXTS, 3)  # was a TypeError (len)
+    with pytest.raises(ValueError, match="texts must be a list of str"):
+        ws.alignment_view(model, 3)  # was a TypeError (len)
+    with pytest.raises(ValueError, match="model must be a Seq2Seq, got str"):
+        ws.alignment_view("model", TEXTS)
+
+
+def test_a_view_takes_numpy_ints(model):
+    view = ws.alignment_view(model, TEXTS, example=np.int64(2), step=np.int32(1), max_steps=np.int64(12))
+    assert control(view, "example").value == 2  # np.int64 was refused
+    want = s.predict(model, TEXTS[1])[1].numpy()
+    np.testing.assert_allclose(drawn(view.result), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed, message", [
+    (0.5, r"seed must be an int in \[-2\*\*63, 2\*\*64\), got 0.5"),  # was used as 0
+    (True, r"seed must be an int in \[-2\*\*63, 2\*\*64\), got True"),
+    (float("inf"), r"seed must be an int .*got inf"),  # was an OverflowError
+])
+def test_demo_model_refuses_a_seed_that_is_not_an_int(seed, message):
+    with pytest.raises(ValueError, match=message):
+        ws.demo_model(seed)
+
+
 def test_demo_model_is_seeded_and_leaves_the_global_generator_alone():
     state = torch.get_rng_state()
     a, b = ws.demo_model(3), ws.demo_model(3)

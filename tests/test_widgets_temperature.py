@@ -80,7 +80,7 @@ def test_bad_input_is_rejected_with_a_message(scores):
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
             temperature_weights(scores, bad)
-    with pytest.raises(ValueError, match="temperature must be a positive number"):
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0, got '1'"):
         temperature_weights(scores, "1")
     with pytest.raises(ValueError, match=r"scores must have 2 dimensions \(Q, K\), got 3"):
         temperature_weights(scores[None], 1.0)
@@ -88,6 +88,45 @@ def test_bad_input_is_rejected_with_a_message(scores):
         temperature_weights(torch.ones(2, 3, dtype=torch.long), 1.0)
     with pytest.raises(ValueError, match="temperature must be a finite number"):
         temperature_view(scores, temperature=0.0)
+
+
+def test_any_real_temperature_works_and_a_tensor_or_bool_is_refused(scores):
+    w_hand, _ = by_hand(scores, 0.5)
+    for tau in (np.float32(0.5), np.float64(0.5), 0.5):  # NumPy reals are numbers (was refused)
+        np.testing.assert_allclose(temperature_weights(scores, tau).numpy(), w_hand, rtol=1e-5,
+                                   atol=1e-7)
+    for bad in (torch.tensor(0.5), True):  # a 0-d tensor was taken as a number
+        with pytest.raises(ValueError, match="temperature must be a finite number > 0, got"):
+            temperature_weights(scores, bad)
+
+
+def test_scores_without_keys_or_on_meta_and_odd_weights_are_refused(scores):
+    with pytest.raises(ValueError, match=r"scores must have at least one query and one key .*got"):
+        temperature_weights(torch.zeros(3, 0), 1.0)  # rows of no weights cannot sum to 1
+    with pytest.raises(ValueError, match=r"scores must have at least one query and one key .*got"):
+        draw_temperature(torch.zeros(0, 4), 1.0)
+    meta = torch.empty(3, 5, device="meta")  # computed nothing and returned an empty shell
+    with pytest.raises(ValueError, match="scores must be on a device that holds data, got meta"):
+        temperature_weights(meta, 1.0)
+    with pytest.raises(ValueError, match="weights must be on a device that holds data, got meta"):
+        entropy(meta)
+    with pytest.raises(ValueError, match=r"weights must have at least 1 dimension \(\.\.\., K\), got 0"):
+        entropy(torch.tensor(0.5))  # was -0.5 log 0.5 of a lone number
+
+
+def test_a_figure_that_is_not_one_is_refused(scores):
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure or None, got str"):
+        draw_temperature(scores, 1.0, fig="fig")  # was an AttributeError
+
+
+def test_the_view_refuses_a_start_outside_its_slider_and_scores_that_are_not_a_tensor(scores):
+    for tau in (0.005, 150.0):  # the slider would have clipped it to 0.01 or 100 without a word
+        with pytest.raises(ValueError, match=r"temperature must lie on the slider, in \[0.01, 100\], got"):
+            temperature_view(scores, tau)
+    for tau in (0.01, 100.0):
+        assert slider(temperature_view(scores, tau)).value == pytest.approx(tau)
+    with pytest.raises(ValueError, match="scores must be a torch.Tensor of shape \\(Q, K\\), got list"):
+        temperature_view([[1.0, 2.0]])  # was an AttributeError (.detach)
 
 
 def test_inputs_are_not_changed(scores):

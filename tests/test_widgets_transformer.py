@@ -214,3 +214,25 @@ def test_demo_views_show_a_figure(run, monkeypatch):
     for view in views.values():
         assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")
+
+
+# ------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("call, match", [
+    (lambda run: tw.draw_causal(np.int64(2)), None),  # a NumPy int is an int (was refused)
+    (lambda run: tw.draw_causal(1, words=()), r"^words must be a non-empty tuple of strings"),
+    (lambda run: tw.draw_causal(1, words="abc"), r"^words must be a non-empty tuple of strings"),
+    (lambda run: tw.causal_view(9), r"^position must be an int in \[0, 7\]"),
+    (lambda run: tw.averaging_weights(0), r"^num_tokens must be a positive int, got 0"),
+    (lambda run: tw.draw_explorer(run, step=0.0), r"^step must be one of the checkpoints"),  # 0.0 == 0
+    (lambda run: tw.draw_explorer(run, step=False), r"^step must be one of the checkpoints"),
+    (lambda run: tw.draw_explorer(run, step=np.int64(10), layer=np.int64(2)), None),
+    (lambda run: tw.draw_explorer("run"), r"^run must be an induction.TrainingRun"),  # was raw
+    (lambda run: tw.explorer_view(None), r"^run must be an induction.TrainingRun"),
+    (lambda run: tw.draw_explorer(run, fig="x"), r"^fig must be a matplotlib Figure or None"),
+])
+def test_bad_input_is_refused_clearly(run, call, match):
+    if match is None:
+        assert isinstance(call(run), Figure)
+        return
+    with pytest.raises(ValueError, match=match):
+        call(run)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import numbers
+import re
 from collections.abc import Callable
 
 import ipywidgets as widgets
@@ -11,7 +13,33 @@ from IPython.display import Image, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..checks import check_bool
+
 __all__ = ["interactive_figure", "figure_png", "start_figure", "freeze_layout", "drop_layout_engine"]
+
+CSS_LENGTH = re.compile(r"\d+(\.\d+)?(px|em|rem|%|vh|vw|pt)")  # e.g. "420px"
+
+
+# Checks the views share (not re-exported: the public checks live in ``helpers.checks``).
+def check_figure(name: str, fig: object, *, optional: bool = False) -> None:
+    """Raise unless ``fig`` is a matplotlib Figure (or None, when ``optional``)."""
+    if not (isinstance(fig, Figure) or optional and fig is None):
+        kind = "a matplotlib Figure or None" if optional else "a matplotlib Figure"
+        raise ValueError(f"{name} must be {kind}, got {type(fig).__name__}")
+
+
+def check_int_in(name: str, value: object, low: int | None = None, high: int | None = None,
+                 why: str = "") -> int:
+    """Return ``value`` as an int; raise unless it is an integer (not a bool) in [low, high]
+    (an open end where a bound is None). ``why`` is added to the message, e.g. "(⌈K/b⌉ blocks)"."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if ok and (low is not None and value < low or high is not None and value > high):
+        ok = False
+    if not ok:
+        where = (f" in [{low}, {high}]" if low is not None and high is not None
+                 else f" >= {low}" if low is not None else f" <= {high}" if high is not None else "")
+        raise ValueError(f"{name} must be an int{where}{' ' + why if why else ''}, got {value!r}")
+    return int(value)
 
 
 def drop_layout_engine(fig: Figure) -> None:
@@ -19,6 +47,7 @@ def drop_layout_engine(fig: Figure) -> None:
     ``"none"``: the "none" placeholder engine makes ``savefig`` run a second, non-rendering
     pass over every artist before each PNG. The rc guard keeps ``None`` from falling back to
     an engine that rcParams name."""
+    check_figure("fig", fig)
     with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
         fig.set_layout_engine(None)
 
@@ -27,6 +56,10 @@ def start_figure(fig: Figure, label: str, *, fixed_layout: bool = False) -> Figu
     """Clear ``fig`` for a view to (re)build its artists in: give it the view's ``label`` (how
     the tests and the browser test find it) and constrained layout, or, with ``fixed_layout``,
     no layout engine (the view sets its own margins: no layout pass on a redraw)."""
+    check_figure("fig", fig)
+    if not isinstance(label, str):
+        raise ValueError(f"label must be a str, got {type(label).__name__}")
+    check_bool("fixed_layout", fixed_layout)
     fig.clear()
     fig.set_label(label)
     if fixed_layout:
@@ -40,6 +73,7 @@ def freeze_layout(fig: Figure) -> None:
     """Lay a freshly built ``fig`` out once with its engine (a draw without rendering), then
     keep those positions (``drop_layout_engine``): a redraw after a slider move changes data
     and text, not the layout, and skips the layout pass, which costs as much as the drawing."""
+    check_figure("fig", fig)
     fig.draw_without_rendering()
     drop_layout_engine(fig)
 
@@ -50,6 +84,7 @@ def figure_png(fig: Figure) -> bytes:
     IPython's default display of a Figure uses ``bbox_inches="tight"``, which draws the figure
     twice (once to measure it); the views lay their figures out themselves, so once is enough.
     """
+    check_figure("fig", fig)
     if not isinstance(fig.canvas, FigureCanvasAgg):  # a Figure made without pyplot
         FigureCanvasAgg(fig)
     buf = io.BytesIO()
@@ -66,16 +101,34 @@ def interactive_figure(
     in the output area as one PNG (``figure_png``; fixed ``height`` so the page does not jump)
     and kept in ``.result``, which is what tests inspect. ``draw`` should redraw into one
     Figure it keeps, not make a new one per call. The first drawing happens at once, so
-    ``.result`` is never None. Works with ipywidgets 7 (Colab) and 8.
+    ``.result`` is never None: the error of a ``draw`` that fails for the controls' first
+    values is raised (later ones are logged by ipywidgets), one that returns no Figure raises
+    ValueError. ``height``: a CSS length such as "420px". Works with
+    ipywidgets 7 (Colab) and 8.
     """
+    if not callable(draw):
+        raise ValueError(f"draw must be a callable returning a Figure, got {type(draw).__name__}")
+    if not isinstance(height, str) or not CSS_LENGTH.fullmatch(height):
+        raise ValueError(f"height must be a CSS length such as '420px', got {height!r}")
+
+    failures: list[Exception] = []
 
     def show(**values: object) -> Figure:
-        fig = draw(**values)
+        try:
+            fig = draw(**values)
+        except Exception as error:
+            failures.append(error)  # ipywidgets only logs it; the first drawing re-raises it
+            raise
         display(Image(data=figure_png(fig), format="png"))  # into the view's Output
         return fig
 
     view = widgets.interactive(show, **controls)
     view.out.layout.min_height = height
-    if view.result is None:  # ipywidgets releases differ on whether the constructor draws
+    if view.result is None and not failures:  # releases differ on whether the constructor draws
         view.update()
+    if failures:
+        raise failures[0]
+    if not isinstance(view.result, Figure):
+        raise ValueError(f"draw must return a matplotlib Figure for the controls' first values, "
+                         f"got {type(view.result).__name__}")
     return view

@@ -7,6 +7,7 @@ queries) or (B, Q) (one per query); a length ``n`` keeps the first ``n`` keys. M
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import ipywidgets as widgets
@@ -15,12 +16,16 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..checks import check_floating, check_rank
+from ..checks import (
+    check_bool, check_floating, check_holds_data, check_positive_int, check_rank, check_seed,
+)
 from ..masking import masked_softmax, valid_lens_to_mask
 from ..plotting import show_heatmaps, to_numpy
-from ._common import freeze_layout, interactive_figure
+from ._common import check_figure, freeze_layout, interactive_figure
 
 __all__ = ["draw_masked_softmax", "valid_length_view", "demo_scores", "demo_views"]
+
+MAX_SLIDERS = 32  # one slider per valid length, each a line of the page
 
 
 def _lens_tensor(valid_lens: torch.Tensor | Sequence) -> torch.Tensor:
@@ -36,6 +41,7 @@ def _check_scores(scores: object) -> None:
     """Raise ValueError unless ``scores`` is a floating (B, Q, K) tensor with B, Q, K ≥ 1."""
     check_rank("scores", scores, 3, "(B, Q, K)")
     check_floating("scores", scores)
+    check_holds_data("scores", scores)
     if 0 in scores.shape:
         raise ValueError(f"scores must have B, Q, K ≥ 1 in (B, Q, K), got {tuple(scores.shape)}")
 
@@ -67,6 +73,7 @@ def draw_masked_softmax(
     first drawing, is kept); otherwise it is (re)drawn.
     """
     _check_scores(scores)
+    check_figure("fig", fig, optional=True)
     lens = _lens_tensor(valid_lens)
     B, Q, K = scores.shape
     keep = to_numpy(valid_lens_to_mask(lens, B, Q, K))  # (B, 1 or Q, K), True = takes part
@@ -99,12 +106,18 @@ def valid_length_view(
     (valid lengths (B, Q)). ``valid_lens`` sets the starting values (default: every key valid).
     Returns the ``interactive`` widget; its ``.result`` is the one Figure, redrawn in place.
     Raises ValueError (naming expected and actual) for scores that are not a floating
-    (B, Q, K) tensor, or valid lengths of another shape, not integers, or outside [0, K].
+    (B, Q, K) tensor, more than ``MAX_SLIDERS`` sliders, or valid lengths of another shape,
+    not integers, or outside [0, K].
     """
     _check_scores(scores)
-    scores = scores.detach().clone()  # later changes to the caller's tensor do not leak in
+    check_bool("per_query", per_query)
     B, Q, K = scores.shape
     shape = (B, Q) if per_query else (B,)
+    if math.prod(shape) > MAX_SLIDERS:
+        sizes = f"B × Q = {B} × {Q} = {B * Q}" if per_query else f"B = {B}"
+        raise ValueError(f"scores must give at most {MAX_SLIDERS} valid lengths (one slider "
+                         f"each), got {sizes}")
+    scores = scores.detach().clone()  # later changes to the caller's tensor do not leak in
     start = torch.full(shape, K) if valid_lens is None else _lens_tensor(valid_lens)
     if tuple(start.shape) != shape:
         raise ValueError(f"valid_lens must have shape {shape}, got {tuple(start.shape)}")
@@ -131,7 +144,8 @@ def valid_length_view(
 
 def demo_scores(B: int, Q: int, K: int, seed: int = 0) -> torch.Tensor:
     """Reproducible standard-normal scores (B, Q, K) from a generator of their own."""
-    return torch.randn(B, Q, K, generator=torch.Generator().manual_seed(seed))
+    sizes = [check_positive_int(name, n) for name, n in (("B", B), ("Q", Q), ("K", K))]
+    return torch.randn(*sizes, generator=torch.Generator().manual_seed(check_seed(seed)))
 
 
 def demo_views() -> dict[str, widgets.Widget]:

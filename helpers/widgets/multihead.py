@@ -7,6 +7,7 @@ that maps drawn at different steps can be compared.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 
 import ipywidgets as widgets
@@ -15,8 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from .. import toy
+from ..checks import check_positive_int
 from ..plotting import show_heatmaps
-from ._common import freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, freeze_layout, interactive_figure, start_figure
 
 __all__ = ["train_runs", "checkpoint_at", "draw_training", "training_view", "demo_views"]
 
@@ -27,25 +29,48 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 def train_runs(
     head_counts: tuple[int, ...] = (1, 2), *, seed: int = 0, **kwargs,
 ) -> dict[int, toy.Run]:
-    """One ``toy.train`` run per head count, same seed and budget: {H: run}."""
-    return {H: toy.train(H, seed=seed, **kwargs) for H in head_counts}
+    """One ``toy.train`` run per head count (a non-empty tuple or list of positive ints),
+    same seed and budget (``kwargs`` go to ``toy.train``): {H: run}."""
+    if not isinstance(head_counts, (tuple, list)) or not head_counts:
+        got = (repr(head_counts) if isinstance(head_counts, (tuple, list))
+               else type(head_counts).__name__)
+        raise ValueError(f"head_counts must be a non-empty tuple of positive ints, got {got}")
+    counts = [check_positive_int(f"head_counts[{i}]", H) for i, H in enumerate(head_counts)]
+    return {H: toy.train(H, seed=seed, **kwargs) for H in counts}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
 def checkpoint_at(run: toy.Run, step: int) -> toy.Checkpoint:
-    """The checkpoint of ``run`` taken at training step ``step``."""
-    for checkpoint in run.checkpoints:
-        if checkpoint.step == step:
-            return checkpoint
+    """The checkpoint of ``run`` taken at training step ``step`` (an int)."""
+    if not isinstance(run, toy.Run):
+        raise ValueError(f"run must be a toy.Run, got {type(run).__name__}")
     steps = [c.step for c in run.checkpoints]
-    raise ValueError(f"step must be one of the checkpointed steps {steps}, got {step!r}")
+    if not _is_int(step) or step not in steps:  # 5.0, True or tensor(5) would compare equal
+        raise ValueError(f"step must be one of the checkpointed steps {steps}, got {step!r}")
+    return run.checkpoints[steps.index(step)]
 
 
 def _check_runs(runs: Mapping[int, toy.Run], num_heads: int) -> toy.Run:
-    if num_heads not in runs:
-        raise ValueError(f"num_heads must be one of {sorted(runs)}, got {num_heads!r}")
+    """The run of ``num_heads``; raise unless ``runs`` is a non-empty {H: toy.Run} whose
+    runs share their checkpointed steps, and ``num_heads`` one of its keys (an int)."""
+    if not isinstance(runs, Mapping) or not runs:
+        got = "{}" if isinstance(runs, Mapping) else type(runs).__name__
+        raise ValueError(f"runs must be a non-empty dict {{num_heads: toy.Run}}, got {got}")
+    for H, run in runs.items():
+        if not _is_int(H) or not isinstance(run, toy.Run):
+            raise ValueError(f"runs must map each head count to a toy.Run, got "
+                             f"{type(run).__name__} for {H!r}")
+        if run.model.attention.num_heads != H:  # the figure draws max(runs) panels
+            raise ValueError(f"runs must map each head count to a run with that many heads, "
+                             f"got a {run.model.attention.num_heads}-head run for {H!r}")
     steps = {tuple(c.step for c in run.checkpoints) for run in runs.values()}
     if len(steps) != 1:
-        raise ValueError(f"every run must have checkpoints at the same steps, got {sorted(steps)}")
+        raise ValueError(f"runs must have checkpoints at the same steps, got {sorted(steps)}")
+    if not _is_int(num_heads) or num_heads not in runs:  # 2.0 and True are dict keys too
+        raise ValueError(f"num_heads must be one of {sorted(runs)}, got {num_heads!r}")
     return runs[num_heads]
 
 
@@ -112,6 +137,7 @@ def draw_training(
     runs is updated in place; any other Figure is cleared and redrawn."""
     run = _check_runs(runs, num_heads)
     checkpoint = checkpoint_at(run, run.checkpoints[-1].step if step is None else step)
+    check_figure("fig", fig, optional=True)
     if fig is None:
         fig = Figure(figsize=(9.2, 3.5))
     parts = _parts(fig, runs)
@@ -152,14 +178,15 @@ def training_view(
     (one button per run) → ``draw_training``, redrawn into one Figure."""
     run = _check_runs(runs, num_heads)
     steps = [c.step for c in run.checkpoints]
+    step = steps[-1] if step is None else checkpoint_at(run, step).step  # one of the slider's
     fig = Figure(figsize=(9.2, 3.5))
     controls = {
-        "step": widgets.SelectionSlider(options=steps, value=steps[-1] if step is None else step,
+        "step": widgets.SelectionSlider(options=steps, value=step,
                                         description="training step", continuous_update=False,
                                         style={"description_width": "initial"}),
         "num_heads": widgets.ToggleButtons(
             options=[(f"{H} head{'s' if H > 1 else ''}", H) for H in sorted(runs)],
-            value=num_heads, description="model"),
+            value=int(num_heads), description="model"),
     }
 
     def draw(step: int, num_heads: int) -> Figure:

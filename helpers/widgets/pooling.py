@@ -10,15 +10,18 @@ and ``bandwidth`` in code.
 
 from __future__ import annotations
 
+import numbers
+
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..checks import check_real
 from ..kernel_regression import KERNELS, RegressionData, make_regression_data, nadaraya_watson
 from ..plotting import to_numpy
-from ._common import interactive_figure, start_figure
+from ._common import check_figure, interactive_figure, start_figure
 
 __all__ = ["draw_nw", "nw_view", "demo_views"]
 
@@ -28,6 +31,13 @@ FIGSIZE = (9.0, 3.6)
 # weights of a wide kernel (1/K each) stay visible next to the one-hot rows of a narrow one.
 WEIGHT_NORM_GAMMA = 0.5
 WEIGHT_TICKS = [0.0, 0.02, 0.1, 0.25, 0.5, 1.0]
+BANDWIDTHS = (0.01, 10.0)  # the view's log-scale slider: 10^-2 to 10^1
+
+
+def _check_data(data: object, *, optional: bool = False) -> None:
+    if not (isinstance(data, RegressionData) or optional and data is None):
+        kind = "a RegressionData or None" if optional else "a RegressionData"
+        raise ValueError(f"data must be {kind} (make_regression_data()), got {type(data).__name__}")
 
 
 def _layout_nw(fig: Figure, data: RegressionData) -> None:
@@ -77,6 +87,9 @@ def draw_nw(
     this function drew before (for data of the same sizes) is updated in place (fast); any
     other Figure is cleared and redrawn. Returns the Figure (not registered with pyplot).
     """
+    _check_data(data)
+    bandwidth = check_real("bandwidth", bandwidth, above=0)  # a number, not a 0-d tensor
+    check_figure("fig", fig, optional=True)
     y_hat, weights = nadaraya_watson(data.x_train, data.y_train, data.x_test, kernel, bandwidth)
     y_hat, weights = to_numpy(y_hat), to_numpy(weights)
     if fig is None:
@@ -101,8 +114,17 @@ def nw_view(
 ) -> widgets.interactive:
     """Kernel and bandwidth controls → ``draw_nw`` (fit and heatmap redraw together).
 
-    ``data`` defaults to ``make_regression_data()`` (50 training points, 50 queries).
+    ``data`` defaults to ``make_regression_data()`` (50 training points, 50 queries). A
+    ``bandwidth`` off the slider (0.01 to 10) is refused: the slider would clip it silently.
     """
+    _check_data(data, optional=True)
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+    low, high = BANDWIDTHS
+    if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real) \
+            or not low <= bandwidth <= high:  # NaN fails too
+        raise ValueError(f"bandwidth must lie on the slider, in [{low:g}, {high:g}], "
+                         f"got {bandwidth!r}")
     data = make_regression_data() if data is None else data
     fig = Figure(figsize=FIGSIZE)
 
@@ -112,7 +134,7 @@ def nw_view(
     view = interactive_figure(
         draw, height="380px",
         kernel=widgets.Dropdown(options=list(KERNELS), value=kernel, description="kernel"),
-        bandwidth=widgets.FloatLogSlider(value=bandwidth, base=10, min=-2, max=1, step=0.05,
+        bandwidth=widgets.FloatLogSlider(value=float(bandwidth), base=10, min=-2, max=1, step=0.05,
                                          description="bandwidth", readout_format=".3f",
                                          continuous_update=False),
     )

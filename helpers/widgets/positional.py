@@ -19,9 +19,10 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from ..checks import check_floating, check_positive_int, check_rank, check_real
 from ..plotting import show_heatmaps, to_numpy
 from ..positional import sinusoidal_table
-from ._common import freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "frequencies", "rotation_matrix", "rotate_pairs",
@@ -37,22 +38,40 @@ COLORS = [colormaps["tab10"](k) for k in range(10)]
 # ---------------------------------------------------------------- the maths, in float64
 def frequencies(num_hiddens: int) -> torch.Tensor:
     """ω_j = 1 / 10000^(2j/d) for j = 0 … ⌈d/2⌉-1: (⌈d/2⌉,), float64."""
+    num_hiddens = check_positive_int("num_hiddens", num_hiddens)
     two_j = torch.arange(0, num_hiddens, 2, dtype=torch.float64)
     return 1.0 / torch.pow(10000.0, two_j / num_hiddens)
+
+
+def _turn(delta: object, omega: object) -> float:
+    """δ·ω, after checking both are finite numbers and so is their product."""
+    delta, omega = check_real("delta", delta), check_real("omega", omega)
+    if not math.isfinite(delta * omega):
+        raise ValueError(f"delta must make delta * omega finite (omega = {omega!r}), got {delta!r}")
+    return delta * omega
 
 
 def rotation_matrix(delta: int | float, omega: float) -> torch.Tensor:
     """M(δ) = [[cos δω, sin δω], [−sin δω, cos δω]] (2, 2), float64.
 
     For ω = ω_j it maps the pair (P[i,2j], P[i,2j+1]) of any row i to the pair of row i+δ.
+    ``delta`` and ``omega``: finite numbers whose product is finite.
     """
-    c, s = math.cos(delta * omega), math.sin(delta * omega)
+    angle = _turn(delta, omega)
+    c, s = math.cos(angle), math.sin(angle)
     return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
 
 
 def rotate_pairs(pairs: torch.Tensor, delta: int | float, omega: float) -> torch.Tensor:
-    """Apply M(δ) to each row (x, y) of ``pairs`` (T, 2) → (T, 2), rows (M(δ) [x, y]ᵀ)ᵀ."""
-    return pairs.to(torch.float64) @ rotation_matrix(delta, omega).T  # (T, 2)
+    """Apply M(δ) to each row (x, y) of ``pairs`` (T, 2), floating → (T, 2) float64, rows
+    (M(δ) [x, y]ᵀ)ᵀ. ``pairs`` is not modified."""
+    check_rank("pairs", pairs, 2, "(T, 2)")
+    check_floating("pairs", pairs)
+    if pairs.shape[-1] != 2 or pairs.device.type == "meta":
+        raise ValueError(f"pairs must be a (T, 2) tensor of numbers, got shape {tuple(pairs.shape)} "
+                         f"on {pairs.device}")
+    M = rotation_matrix(delta, omega)  # (2, 2), float64 on the CPU
+    return pairs.to(torch.float64) @ M.to(pairs.device).T  # (T, 2)
 
 
 # ---------------------------------------------------------------- the table and its columns
@@ -102,8 +121,13 @@ def draw_encoding(
 
     The columns start at ``first_col`` (moved left when they would not fit in d). A Figure this
     function drew (same T and number of curves) is updated in place, the layout kept; any other
-    Figure is cleared and redrawn.
+    Figure is cleared and redrawn. ``first_col`` >= 0; ``num_cols`` >= 1 (at most d are shown).
     """
+    num_positions = check_positive_int("num_positions", num_positions)
+    num_hiddens = check_positive_int("num_hiddens", num_hiddens)
+    first_col = check_int_in("first_col", first_col, 0)
+    num_cols = check_positive_int("num_cols", num_cols)
+    check_figure("fig", fig, optional=True)
     P = to_numpy(sinusoidal_table(num_positions, num_hiddens, dtype=torch.float64))  # (T, d)
     cols = _columns(num_hiddens, first_col, num_cols)
     if fig is None:
@@ -131,7 +155,14 @@ def encoding_view(
     num_hiddens: int = 32, first_col: int = 6, *, num_positions: int = 60, num_cols: int = 4,
     max_hiddens: int = 64,
 ) -> widgets.interactive:
-    """Sliders: the encoding dimension d and the first column shown → ``draw_encoding``."""
+    """Sliders: the encoding dimension d (``num_cols`` … ``max_hiddens``) and the first column
+    shown (0 … d − ``num_cols``) → ``draw_encoding``."""
+    check_positive_int("num_positions", num_positions)
+    num_cols = check_positive_int("num_cols", num_cols)
+    max_hiddens = check_int_in("max_hiddens", max_hiddens, num_cols, why="(at least num_cols)")
+    num_hiddens = check_int_in("num_hiddens", num_hiddens, num_cols, max_hiddens,
+                               "(the slider's range, num_cols … max_hiddens)")
+    first_col = check_int_in("first_col", first_col, 0)
     fig = Figure(figsize=(9.0, 3.4))
     size = widgets.IntSlider(value=num_hiddens, min=num_cols, max=max_hiddens,
                              description="dimension d", continuous_update=False,
@@ -182,6 +213,18 @@ def _layout_rotation(fig: Figure, num_positions: int) -> None:
     fig.legend(loc="outside lower center", ncols=2, fontsize="small")
 
 
+def _check_rotation_args(delta: object, j: object, num_hiddens: object,
+                         num_positions: object) -> tuple[int, int, int, int]:
+    num_hiddens = check_int_in("num_hiddens", num_hiddens, 2, why="(at least one column pair)")
+    num_positions = check_positive_int("num_positions", num_positions)
+    delta = check_int_in("delta", delta)
+    j = check_int_in("j", j)
+    if not 0 <= j < num_hiddens // 2:
+        raise ValueError(
+            f"j must be in 0 … {num_hiddens // 2 - 1} for num_hiddens={num_hiddens}, got {j}")
+    return delta, j, num_hiddens, num_positions
+
+
 def draw_rotation(
     delta: int = 2, j: int = 2, *, num_hiddens: int = 32, num_positions: int = 8,
     fig: Figure | None = None,
@@ -191,13 +234,16 @@ def draw_rotation(
     radians): each ring sits on row i+δ's pair.
 
     ``j`` must be below d//2 (an odd d's last column has no partner). A Figure this function
-    drew before with the same T is updated in place; any other is cleared and redrawn.
+    drew before with the same T is updated in place; any other is cleared and redrawn. Memory:
+    the T pairs drawn, whatever d.
     """
-    if not 0 <= j < num_hiddens // 2:
-        raise ValueError(
-            f"j must be in 0 … {num_hiddens // 2 - 1} for num_hiddens={num_hiddens}, got {j}")
-    omega = frequencies(num_hiddens)[j].item()
-    pairs = sinusoidal_table(num_positions, num_hiddens, dtype=torch.float64)[:, 2 * j: 2 * j + 2]
+    delta, j, num_hiddens, num_positions = _check_rotation_args(delta, j, num_hiddens, num_positions)
+    check_figure("fig", fig, optional=True)
+    two_j = torch.tensor([2.0 * j], dtype=torch.float64) / num_hiddens  # (1,): 2j/d
+    scale = torch.pow(10000.0, two_j)  # 10000^(2j/d), as sinusoidal_table computes it
+    omega = (1.0 / scale).item()  # ω_j, as frequencies(num_hiddens)[j]
+    angles = torch.arange(num_positions, dtype=torch.float64)[:, None] / scale  # (T, 1)
+    pairs = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)  # (T, 2): P[:, 2j : 2j+2]
     images = rotate_pairs(pairs, delta, omega)  # (T, 2): M(δ) applied to each row's pair
     if fig is None:
         fig = Figure(figsize=(5.2, 5.0))
@@ -228,7 +274,11 @@ def rotation_view(
     delta: int = 2, j: int = 2, *, num_hiddens: int = 32, num_positions: int = 8,
     max_delta: int = 20,
 ) -> widgets.interactive:
-    """Sliders: the offset δ and the column pair j → ``draw_rotation``."""
+    """Sliders: the offset δ (−``max_delta`` … ``max_delta``) and the column pair j →
+    ``draw_rotation``."""
+    max_delta = check_int_in("max_delta", max_delta, 0)
+    _check_rotation_args(delta, j, num_hiddens, num_positions)
+    check_int_in("delta", delta, -max_delta, max_delta, "(the slider's range, ±max_delta)")
     fig = Figure(figsize=(5.2, 5.0))
 
     def draw(delta: int, j: int) -> Figure:

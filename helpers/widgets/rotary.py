@@ -12,6 +12,7 @@ and each pair's wavelength, for a chosen ``base``. Both redraw in place into a F
 from __future__ import annotations
 
 import math
+import numbers
 from functools import lru_cache
 
 import ipywidgets as widgets
@@ -19,10 +20,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from ..checks import check_positive_int, check_real
 from ..plotting import show_heatmaps, to_numpy
-from ..positional import sinusoidal_table
 from ..rotary import apply_rotary, rotary_angles
-from ._common import freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "shift_scores", "draw_shift", "shift_view", "wrapped_angles", "wavelengths",
@@ -36,6 +37,20 @@ METHODS = ("X + P", "RoPE")
 SHIFT_FIGSIZE = (7.0, 6.0)
 FREQUENCY_FIGSIZE = (9.0, 3.6)
 CURVE_POINTS = 1024  # positions on the fine grid of the angle curves
+LARGEST_POSITION = 10**9  # past any context length; float64 angles p·θ_i stay within 1e-6 rad
+BASE_RANGE = (10.0, 1e6)  # the base slider's range
+
+
+def _check_size(size: object) -> int:
+    """The feature size D: an even int >= 2 (pairs of features rotate)."""
+    if not isinstance(size, numbers.Integral) or isinstance(size, bool) or size < 2 or size % 2:
+        raise ValueError(f"size must be an even int >= 2 (pairs of features), got {size!r}")
+    return int(size)
+
+
+def _check_base(base: object) -> float:
+    """θ_i = base^(−2i/D) needs a finite base > 1 (as ``apply_rotary``)."""
+    return check_real("base", base, above=1.0)
 
 
 # ---------------------------------------------------------------- scores under a shift
@@ -49,15 +64,31 @@ def _tokens_and_projections(num_positions: int, size: int) -> tuple[torch.Tensor
     return X, W_q, W_k
 
 
+def _sinusoid_rows(first: int, count: int, size: int) -> torch.Tensor:
+    """Rows first … first+count−1 of ``sinusoidal_table(·, size, dtype=torch.float64)`` (count,
+    D) computed as it does (the same operations, so the same numbers), for these rows alone."""
+    i = torch.arange(first, first + count, dtype=torch.float64)[:, None]  # (T, 1)
+    two_j = torch.arange(0, size, 2, dtype=torch.float64)  # (D/2,)
+    angles = i / torch.pow(10000.0, two_j / size)  # (T, D/2)
+    P = torch.empty(count, size, dtype=torch.float64)
+    P[:, 0::2] = torch.sin(angles)
+    P[:, 1::2] = torch.cos(angles[:, : size // 2])
+    return P  # (T, D)
+
+
 def shift_scores(shift: int, *, num_positions: int = 12, size: int = 16) -> torch.Tensor:
     """Scores (2, T, T), float64, of fixed random tokens X at positions s … s+T−1 (s = shift):
     [0] with the sinusoidal table added, ((X + P_s) W_q)((X + P_s) W_k)ᵀ / √D;
     [1] with RoPE, (R_s X W_q)(R_s X W_k)ᵀ / √D (``apply_rotary``, half-split layout).
-    Rows are queries (position m), columns keys (position n)."""
-    if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
-        raise ValueError(f"shift must be an int >= 0, got {shift!r}")
+    Rows are queries (position m), columns keys (position n). Memory: (T, D) and (T, T)
+    tensors whatever the shift; the last position s+T−1 must be at most 10⁹ (beyond, float64
+    angles p·θ_i lose precision and RoPE's scores would drift with the shift)."""
+    num_positions = check_positive_int("num_positions", num_positions)
+    shift = check_int_in("shift", shift, 0, LARGEST_POSITION - num_positions + 1,
+                         "(the last position s+T−1 at most 10**9)")
+    size = _check_size(size)
     X, W_q, W_k = _tokens_and_projections(num_positions, size)
-    P = sinusoidal_table(shift + num_positions, size, dtype=torch.float64)[shift:]  # (T, D)
+    P = _sinusoid_rows(shift, num_positions, size)  # (T, D)
     added = ((X + P) @ W_q) @ ((X + P) @ W_k).T / math.sqrt(size)  # (T, T)
     positions = torch.arange(shift, shift + num_positions)
     q, k = apply_rotary(X @ W_q, positions), apply_rotary(X @ W_k, positions)  # (T, D) each
@@ -91,6 +122,7 @@ def draw_shift(
     (±the largest |score| or |change| over shifts 0 … MAX_SHIFT) for all four maps and every
     shift; the title says at which positions the tokens sit. A Figure this function drew with
     the same T is updated in place; any other is cleared and redrawn."""
+    check_figure("fig", fig, optional=True)
     scores = shift_scores(shift, num_positions=num_positions, size=size)  # (2, T, T)
     change = scores - shift_scores(0, num_positions=num_positions, size=size)  # (2, T, T)
     maps = torch.stack([scores, change])  # (2, 2, T, T): rows scores / change, columns methods
@@ -126,7 +158,10 @@ def draw_shift(
 
 
 def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> widgets.interactive:
-    """Slider: the shift s added to every position → ``draw_shift``."""
+    """Slider: the shift s added to every position, 0 … MAX_SHIFT → ``draw_shift``."""
+    check_int_in("shift", shift, 0, MAX_SHIFT, "(the slider's range)")
+    check_positive_int("num_positions", num_positions)
+    _check_size(size)
     fig = Figure(figsize=SHIFT_FIGSIZE)
 
     def draw(shift: int) -> Figure:
@@ -142,12 +177,25 @@ def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> wi
 # ---------------------------------------------------------------- the frequencies
 def wrapped_angles(base: float, positions: torch.Tensor, *, size: int = 8) -> torch.Tensor:
     """The angle p·θ_i of pair i at each position p of ``positions`` (T,), wrapped to [0, 2π):
-    (T, D/2), float64. ``positions`` may be fractional (to draw smooth curves)."""
-    return torch.remainder(rotary_angles(positions, size, base=float(base)), 2 * math.pi)
+    (T, D/2), float64. ``positions`` (integer or floating) may be fractional (to draw smooth
+    curves)."""
+    base = _check_base(base)
+    size = _check_size(size)
+    if not isinstance(positions, torch.Tensor) or positions.dim() != 1:
+        got = f"shape {tuple(positions.shape)}" if isinstance(positions, torch.Tensor) \
+            else type(positions).__name__
+        raise ValueError(f"positions must be a 1-D tensor (T,), got {got}")
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise ValueError(f"positions must hold real numbers, got dtype {positions.dtype}")
+    if positions.device.type == "meta":
+        raise ValueError("positions must hold numbers (a tensor on a real device), got a 'meta' tensor")
+    return torch.remainder(rotary_angles(positions, size, base=base), 2 * math.pi)
 
 
 def wavelengths(base: float, *, size: int = 8) -> torch.Tensor:
     """Positions per full turn of each pair, 2π/θ_i = 2π · base^(2i/D): (D/2,), float64."""
+    base = _check_base(base)
+    size = _check_size(size)
     i = torch.arange(size // 2, dtype=torch.float64)
     return 2 * math.pi * torch.pow(torch.tensor(float(base), dtype=torch.float64), 2 * i / size)
 
@@ -200,6 +248,15 @@ def _layout_frequencies(fig: Figure, size: int, num_positions: int, train_length
     ax_waves.set_ylabel("wavelength 2π/θ_i (positions)")
 
 
+def _check_frequency_args(base: object, size: object, num_positions: object,
+                          train_length: object) -> tuple[float, int, int, int]:
+    base, size = _check_base(base), _check_size(size)
+    num_positions = check_int_in("num_positions", num_positions, 2)
+    train_length = check_int_in("train_length", train_length, 1, num_positions,
+                                "(at most num_positions)")
+    return base, size, num_positions, train_length
+
+
 def draw_frequencies(
     base: float = 10000.0, *, size: int = 8, num_positions: int = 128, train_length: int = 16,
     fig: Figure | None = None,
@@ -207,9 +264,11 @@ def draw_frequencies(
     """Left: the angle p·θ_i of every pair against the position p, wrapped to [0, 2π), the
     training positions shaded; right: each pair's wavelength 2π/θ_i on a fixed log scale, beside
     the training length and the longest test length. A Figure this function drew with the same
-    ``size`` is updated in place; any other is cleared and redrawn."""
-    if size < 2 or size % 2:
-        raise ValueError(f"size must be an even int >= 2 (pairs of features), got {size!r}")
+    ``size`` is updated in place; any other is cleared and redrawn. ``base``: a finite number
+    > 1; ``train_length``: 1 … ``num_positions`` (the positions drawn, at least 2)."""
+    base, size, num_positions, train_length = _check_frequency_args(
+        base, size, num_positions, train_length)
+    check_figure("fig", fig, optional=True)
     x, y = _curves(base, size, num_positions)
     waves = to_numpy(wavelengths(base, size=size))  # (D/2,)
     if fig is None:
@@ -234,6 +293,9 @@ def frequency_view(
     base: float = 10000.0, *, size: int = 8, num_positions: int = 128, train_length: int = 16,
 ) -> widgets.interactive:
     """Slider: the ``base`` of θ_i = base^(−2i/D), from 10 to 10⁶ → ``draw_frequencies``."""
+    base = _check_frequency_args(base, size, num_positions, train_length)[0]
+    if not BASE_RANGE[0] <= base <= BASE_RANGE[1]:
+        raise ValueError(f"base must be in [10, 1e6] (the slider's range), got {base!r}")
     fig = Figure(figsize=FREQUENCY_FIGSIZE)
 
     def draw(base: float) -> Figure:

@@ -10,6 +10,8 @@ Each view is built once into a Figure it keeps; a slider move updates its artist
 
 from __future__ import annotations
 
+import numbers
+
 import ipywidgets as widgets
 import numpy as np
 import torch
@@ -18,13 +20,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, NullLocator
 
-from ..masking import causal_mask
+from ..checks import check_bool, check_floating, check_like, check_positive_int, check_rank, check_seed
 from ..plotting import show_heatmaps
 from ..tiling import (
     SKIPPED, OnlineSoftmax, online_softmax_result, online_softmax_start, online_softmax_update,
     tile_flops, tile_kinds,
 )
-from ._common import freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "example_row", "online_trace", "draw_online", "online_view",
@@ -40,7 +42,9 @@ def example_row(
     """Scores of one query row (K,) and the values (K, V), float64, from ``seed``. The scores
     grow on average along the row, so the running max changes in several blocks (and the sum
     gets rescaled more than once)."""
-    gen = torch.Generator().manual_seed(seed)
+    check_positive_int("num_keys", num_keys)
+    check_positive_int("value_size", value_size)
+    gen = torch.Generator().manual_seed(check_seed(seed))
     scores = torch.randn(num_keys, generator=gen, dtype=torch.float64) * 1.2 \
         + torch.linspace(0.0, 1.5, num_keys, dtype=torch.float64)  # (K,)
     values = torch.randn(num_keys, value_size, generator=gen, dtype=torch.float64)  # (K, V)
@@ -49,7 +53,18 @@ def example_row(
 
 def online_trace(scores: torch.Tensor, values: torch.Tensor, block_size: int) -> list[OnlineSoftmax]:
     """The online softmax state of one row before any key and after each block of
-    ``block_size`` keys: a list of ⌈K/b⌉ + 1 states (max (1,), sum (1,), out (V,))."""
+    ``block_size`` keys: a list of ⌈K/b⌉ + 1 states (max (1,), sum (1,), out (V,)).
+    ``scores`` (K,) and ``values`` (K, V) share one floating dtype and device."""
+    check_rank("scores", scores, 1, "(K,)")
+    check_floating("scores", scores)
+    if scores.device.type == "meta":
+        raise ValueError("scores must hold numbers (a tensor on a real device), got a 'meta' tensor")
+    check_rank("values", values, 2, "(K, V)")
+    check_like("values", values, "scores", scores)
+    if values.shape[0] != scores.shape[0]:
+        raise ValueError(f"values must have one row per score, (K, V) with K = {scores.shape[0]}, "
+                         f"got shape {tuple(values.shape)}")
+    check_positive_int("block_size", block_size)
     state = online_softmax_start((), values.shape[-1], dtype=scores.dtype)
     states = [state]
     for start in range(0, scores.shape[-1], block_size):
@@ -102,6 +117,19 @@ def _layout_online(fig: Figure, scores: np.ndarray, exact: np.ndarray, sums: np.
         ax.set_title("placeholder", fontsize="medium")  # the layout keeps room for the titles
 
 
+def _online_steps(step: int, block_size: int, num_keys: int, value_size: int, seed: int) -> int:
+    """The number of blocks ⌈K/b⌉, after checking every number ``draw_online`` takes."""
+    check_positive_int("block_size", block_size)
+    check_positive_int("num_keys", num_keys)
+    check_positive_int("value_size", value_size)
+    check_seed(seed)
+    steps = -(-num_keys // block_size)
+    check_int_in("step", step)
+    if not 0 <= step <= steps:
+        raise ValueError(f"step must be in 0 … {steps} (⌈{num_keys}/{block_size}⌉ blocks), got {step}")
+    return steps
+
+
 def draw_online(
     step: int = 2, *, block_size: int = 8, num_keys: int = 48, value_size: int = 6,
     seed: int = 1, fig: Figure | None = None,
@@ -114,11 +142,11 @@ def draw_online(
 
     Scales are fixed by the whole trace, so only what changed moves. A Figure this function drew
     with the same sizes is updated in place; any other is cleared and redrawn."""
+    steps = _online_steps(step, block_size, num_keys, value_size, seed)
+    check_figure("fig", fig, optional=True)
+    step, block_size, num_keys, value_size = int(step), int(block_size), int(num_keys), int(value_size)
     scores, values = example_row(num_keys, value_size, seed)
     states = online_trace(scores, values, block_size)
-    steps = len(states) - 1
-    if not 0 <= step <= steps:
-        raise ValueError(f"step must be in 0 … {steps} (⌈{num_keys}/{block_size}⌉ blocks), got {step}")
     exact = (torch.softmax(scores, dim=0) @ values).numpy()  # (V,)
     maxes = np.array([float(s.max) for s in states[1:]])  # (steps,)
     sums = np.array([float(s.sum) for s in states[1:]])
@@ -153,8 +181,8 @@ def draw_online(
 def online_view(step: int = 2, *, block_size: int = 8, num_keys: int = 48,
                 value_size: int = 6, seed: int = 1) -> widgets.interactive:
     """Slider: how many key blocks the online softmax has folded in → ``draw_online``."""
+    steps = _online_steps(step, block_size, num_keys, value_size, seed)
     fig = Figure(figsize=(10.0, 3.6))
-    steps = -(-num_keys // block_size)
 
     def draw(step: int) -> Figure:
         return draw_online(step, block_size=block_size, num_keys=num_keys,
@@ -167,6 +195,11 @@ def online_view(step: int = 2, *, block_size: int = 8, num_keys: int = 48,
 
 
 # ---------------------------------------------------------------------------- 2. tiles
+def _is_choice(value: object, choices: tuple[int, ...]) -> bool:
+    """An int (not a bool, not a float equal to one) among ``choices``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value in choices
+
+
 BLOCK_CHOICES = (4, 8, 12, 16, 24, 32, 48, 64)
 USED, MASKED_IN_TILE = 1.0, 0.35  # colour values: computed and needed / computed, then masked
 TILES_LABEL = "scale.tiles"
@@ -175,13 +208,16 @@ TILES_LABEL = "scale.tiles"
 def tile_map(num_queries: int, num_keys: int, block_size: int, *, causal: bool = True) -> np.ndarray:
     """(Q, K) float map of what tiled attention does with each score: ``USED`` (computed and
     visible), ``MASKED_IN_TILE`` (computed in a partly masked tile, then hidden), NaN (in a
-    skipped tile: never computed). Causal masks are lower-right aligned."""
-    kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal).numpy()
-    per_entry = np.repeat(np.repeat(kinds, block_size, axis=0), block_size, axis=1)
-    per_entry = per_entry[:num_queries, :num_keys]  # (Q, K): the kind of each entry's tile
-    visible = causal_mask(num_queries, num_keys).numpy() if causal else np.ones(per_entry.shape, bool)
-    out = np.where(visible, USED, MASKED_IN_TILE)
-    return np.where(per_entry == SKIPPED, np.nan, out)
+    skipped tile: never computed). Causal masks are lower-right aligned. Memory: the (Q, K)
+    map and the (⌈Q/b⌉, ⌈K/b⌉) tile kinds, whatever ``block_size``."""
+    check_bool("causal", causal)
+    kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal).numpy()  # (⌈Q/b⌉, ⌈K/b⌉)
+    rows = np.arange(num_queries)[:, None]  # (Q, 1)
+    cols = np.arange(num_keys)[None, :]  # (1, K)
+    skipped = (kinds == SKIPPED)[rows // block_size, cols // block_size]  # (Q, K): entry's tile
+    visible = cols <= rows + (num_keys - num_queries) if causal else True  # (Q, K) or all
+    out = np.where(visible, USED, MASKED_IN_TILE)  # (Q, K)
+    return np.where(skipped, np.nan, out)
 
 
 def _layout_tiles(fig: Figure, num_queries: int, num_keys: int) -> None:
@@ -218,6 +254,8 @@ def draw_tiles(
     mask). Right: the FLOPs of the tiles computed, and of the visible scores alone, as % of all
     tiles (QKᵀ and P·V, D = V = ``size``). A Figure this function drew with the same Q and K
     is updated in place."""
+    check_positive_int("size", size)
+    check_figure("fig", fig, optional=True)
     data = tile_map(num_queries, num_keys, block_size, causal=causal)
     computed, total = tile_flops(num_queries, num_keys, block_size, size, size, causal=causal)
     needed = int(np.sum(data == USED)) * 2 * (size + size)
@@ -248,7 +286,13 @@ def draw_tiles(
 
 def tiles_view(block_size: int = 16, causal: bool = True, *, num_queries: int = 100,
                num_keys: int = 100, size: int = 64) -> widgets.interactive:
-    """Slider: the block size; checkbox: the causal mask → ``draw_tiles``."""
+    """Slider: the block size (one of ``BLOCK_CHOICES``); checkbox: the causal mask →
+    ``draw_tiles``."""
+    if not _is_choice(block_size, BLOCK_CHOICES):
+        raise ValueError(f"block_size must be one of the slider's {BLOCK_CHOICES}, got {block_size!r}")
+    check_bool("causal", causal)
+    for name, value in (("num_queries", num_queries), ("num_keys", num_keys), ("size", size)):
+        check_positive_int(name, value)
     fig = Figure(figsize=(9.0, 4.4))
 
     def draw(block_size: int, causal: bool) -> Figure:
@@ -259,7 +303,7 @@ def tiles_view(block_size: int = 16, causal: bool = True, *, num_queries: int = 
         draw, height="460px",
         block_size=widgets.SelectionSlider(options=list(BLOCK_CHOICES), value=block_size,
                                            description="block size", continuous_update=False),
-        causal=widgets.Checkbox(value=causal, description="causal mask"))
+        causal=widgets.Checkbox(value=bool(causal), description="causal mask"))
 
 
 # -------------------------------------------------------------------- 3. grouped-query KV
@@ -272,6 +316,9 @@ GQA_LABEL = "scale.gqa"
 def cache_bytes_per_token(layers: int, kv_heads: int, head_size: int, bytes_per_number: int) -> int:
     """2 · L · G · d · bytes: a key and a value of size d for each of G key/value heads in each
     of L layers."""
+    for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_size", head_size),
+                        ("bytes_per_number", bytes_per_number)):
+        check_positive_int(name, value)
     return 2 * layers * kv_heads * head_size * bytes_per_number
 
 
@@ -316,9 +363,11 @@ def draw_gqa(kv_heads: int = 8, *, fig: Figure | None = None) -> Figure:
     cache of one sequence against its length for every G (grey) and this one (red), log
     scales fixed; the title gives the bytes per token, 2 · L · G · d · bytes."""
     heads = MODEL["heads"]
-    if kv_heads not in KV_HEAD_CHOICES:
+    check_figure("fig", fig, optional=True)
+    if not _is_choice(kv_heads, KV_HEAD_CHOICES):
         raise ValueError(f"kv_heads must be one of {KV_HEAD_CHOICES} (divisors of H = {heads}), "
                          f"got {kv_heads!r}")
+    kv_heads = int(kv_heads)
     if fig is None:
         fig = Figure(figsize=(10.0, 3.6))
     if fig.get_label() != GQA_LABEL:
@@ -351,7 +400,9 @@ def draw_gqa(kv_heads: int = 8, *, fig: Figure | None = None) -> Figure:
 
 
 def gqa_view(kv_heads: int = 8) -> widgets.interactive:
-    """Slider: the number of key/value heads G → ``draw_gqa``."""
+    """Slider: the number of key/value heads G (one of ``KV_HEAD_CHOICES``) → ``draw_gqa``."""
+    if not _is_choice(kv_heads, KV_HEAD_CHOICES):
+        raise ValueError(f"kv_heads must be one of the slider's {KV_HEAD_CHOICES}, got {kv_heads!r}")
     fig = Figure(figsize=(10.0, 3.6))
     return interactive_figure(
         lambda kv_heads: draw_gqa(kv_heads, fig=fig), height="400px",

@@ -14,17 +14,23 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 
 import ipywidgets as widgets
 import numpy as np
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.transforms import ScaledTranslation
 
 from ..attention import AdditiveAttention
+from ..checks import (
+    broadcast_shape, check_bool, check_floating, check_holds_data, check_like, check_positive_int,
+    check_qk_size, check_rank, check_real, check_seed, check_size,
+)
 from ..plotting import to_numpy
-from ._common import freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "scaling_inputs", "scaling_weights", "draw_scaling", "scaling_view",
@@ -33,16 +39,35 @@ __all__ = [
 ]
 
 KEY_SIZES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+MAX_POINTS = 64  # queries (heatmap rows and bars) and keys (columns) a scaling picture shows
 SCALING_LABEL = "scoring.scaling"  # Figure label: tells draw_scaling a figure is its own
 HIDDEN_LABEL = "scoring.hidden_size"
 
 
-def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> None:
-    """Raise ValueError unless ``value`` is an int in [lo, hi] (a bool is not a count)."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= lo
-    if not ok or (hi is not None and value > hi):
-        where = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ValueError(f"{name} must be an int {where}, got {value!r}")
+def _check_matrices(name: str, x: torch.Tensor, layout: str) -> None:
+    """Raise unless ``x`` is a floating tensor holding data with at least 2 dims ``layout``."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor of shape {layout}, got {type(x).__name__}")
+    if x.dim() < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions {layout}, got {x.dim()} "
+                         f"with shape {tuple(x.shape)}")
+    check_floating(name, x)
+    check_holds_data(name, x)
+
+
+def _check_batch(queries: torch.Tensor, keys: torch.Tensor) -> None:
+    """Raise unless the leading (batch) dims of queries and keys broadcast together."""
+    if broadcast_shape(queries.shape[:-2], keys.shape[:-2]) is None:
+        raise ValueError(f"keys must have batch dimensions that broadcast with queries', got "
+                         f"{tuple(keys.shape[:-2])} and {tuple(queries.shape[:-2])}")
+
+
+def _check_seed_named(name: str, seed: object) -> int:
+    """``check_seed`` with the parameter's own name in the message (e.g. "batch_seed")."""
+    try:
+        return check_seed(seed)
+    except ValueError as error:
+        raise ValueError(str(error).replace("seed", name, 1)) from None
 
 
 # ---------------------------------------------------------------- why divide by √d
@@ -50,17 +75,23 @@ def scaling_inputs(
     d: int, num_queries: int = 6, num_keys: int = 12, seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Queries (Q, D) and keys (K, D) with independent N(0, 1) entries, from ``seed`` alone."""
-    for name, value in (("d", d), ("num_queries", num_queries), ("num_keys", num_keys)):
-        _check_int(name, value, 1)
-    _check_int("seed", seed, 0)
-    gen = torch.Generator().manual_seed(seed)
+    d, num_queries, num_keys = (check_positive_int(name, value) for name, value in (
+        ("d", d), ("num_queries", num_queries), ("num_keys", num_keys)))
+    gen = torch.Generator().manual_seed(check_seed(seed))
     queries = torch.randn(num_queries, d, generator=gen)  # (Q, D)
     keys = torch.randn(num_keys, d, generator=gen)  # (K, D)
     return queries, keys
 
 
 def scaling_weights(queries: torch.Tensor, keys: torch.Tensor, scaled: bool = True) -> torch.Tensor:
-    """softmax(Q Kᵀ / √D) over the keys, or softmax(Q Kᵀ) when not ``scaled``: (..., Q, K)."""
+    """softmax(Q Kᵀ / √D) over the keys, or softmax(Q Kᵀ) when not ``scaled``: queries
+    (..., Q, D) and keys (..., K, D), batch dims broadcasting → (..., Q, K)."""
+    _check_matrices("queries", queries, "(..., Q, D)")
+    _check_matrices("keys", keys, "(..., K, D)")
+    check_like("keys", keys, "queries", queries)
+    check_qk_size(queries, keys)
+    _check_batch(queries, keys)
+    check_bool("scaled", scaled)
     scores = queries @ keys.transpose(-2, -1)  # (..., Q, K)
     if scaled:
         scores = scores / math.sqrt(queries.shape[-1])
@@ -101,9 +132,15 @@ def draw_scaling(
     """Weights softmax(q·k/√d) (or softmax(q·k)) of random queries over random keys.
 
     Left: the (Q, K) weights on a fixed 0–1 colour scale; right: each query's largest weight.
-    The inputs are ``scaling_inputs(d, num_queries, num_keys, seed)``. ``fig``: a Figure this
-    function drew before is updated in place (fast); any other Figure is cleared and redrawn.
+    The inputs are ``scaling_inputs(d, num_queries, num_keys, seed)``, d at most the slider's
+    1024 and at most ``MAX_POINTS`` queries and keys. ``fig``: a Figure this function drew
+    before is updated in place (fast); any other Figure is cleared and redrawn.
     """
+    check_int_in("d", d, 1, KEY_SIZES[-1])
+    check_int_in("num_queries", num_queries, 1, MAX_POINTS)
+    check_int_in("num_keys", num_keys, 1, MAX_POINTS)
+    check_bool("scaled", scaled)
+    check_figure("fig", fig, optional=True)
     queries, keys = scaling_inputs(d, num_queries, num_keys, seed)
     weights = scaling_weights(queries, keys, scaled)  # (Q, K)
     if fig is None:
@@ -130,9 +167,12 @@ def scaling_view(
 ) -> widgets.interactive:
     """Slider: the query/key size d (powers of two up to 1024), and a scaling switch →
     ``draw_scaling``. Raises ValueError for a ``d`` that is not one of the slider's sizes."""
-    if d not in KEY_SIZES or isinstance(d, bool):
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d not in KEY_SIZES:
         raise ValueError(f"d must be one of the slider's sizes {KEY_SIZES}, got {d!r}")
-    scaling_inputs(d, num_queries, num_keys, seed)  # checks the other arguments
+    check_bool("scaled", scaled)
+    check_int_in("num_queries", num_queries, 1, MAX_POINTS)
+    check_int_in("num_keys", num_keys, 1, MAX_POINTS)
+    scaling_inputs(d, num_queries, num_keys, seed)  # checks the seed
     fig = Figure(figsize=(7.5, 3.2))
 
     def draw(d: int, scaled: bool) -> Figure:
@@ -141,7 +181,7 @@ def scaling_view(
 
     return interactive_figure(
         draw, height="340px",
-        d=widgets.SelectionSlider(options=KEY_SIZES, value=d, description="d",
+        d=widgets.SelectionSlider(options=KEY_SIZES, value=int(d), description="d",
                                   continuous_update=False),
         scaled=widgets.Checkbox(value=bool(scaled), description="divide scores by √d"),
     )
@@ -158,8 +198,7 @@ def toy_batch(seed: int = TOY_SEED) -> dict[str, torch.Tensor]:
     so that the dot product can score them too), ``values`` (2, 10, 4) = 0..39 in both batch
     rows, ``valid_lens`` [2, 6]. Query 0 of a row is called "A" and query 1 "B".
     """
-    _check_int("seed", seed, 0)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(check_seed(seed))
     keys = torch.randn(2, 10, 2, generator=gen)  # (B, K, D)
     queries = torch.randn(2, 2, 2, generator=gen)  # (B, Q, D)
     return {
@@ -198,11 +237,11 @@ def additive_parameters(
     ``w_v`` is rescaled to length ``score_scale``, so the scores spread over a few units
     whatever N is.
     """
-    _check_int("num_hiddens", num_hiddens, 1, MAX_HIDDENS)
-    _check_int("query_size", query_size, 1)
-    _check_int("key_size", key_size, 1)
-    _check_int("seed", seed, 0)
-    W_q, W_k, w_v = _draw_units(seed, query_size, key_size)
+    num_hiddens = check_int_in("num_hiddens", num_hiddens, 1, MAX_HIDDENS)
+    query_size = check_positive_int("query_size", query_size)
+    key_size = check_positive_int("key_size", key_size)
+    score_scale = check_real("score_scale", score_scale, above=0)
+    W_q, W_k, w_v = _draw_units(check_seed(seed), query_size, key_size)
     w_v = w_v[:num_hiddens]
     return W_q[:num_hiddens], W_k[:num_hiddens], w_v * (score_scale / w_v.norm())
 
@@ -211,9 +250,22 @@ def additive_score(
     queries: torch.Tensor, keys: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor,
     w_v: torch.Tensor,
 ) -> torch.Tensor:
-    """a(q, k) = w_vᵀ tanh(W_q q + W_k k) for queries (..., Q, D_q) and keys (..., K, D_k):
-    (..., Q, K)."""
-    q, k = queries @ W_q.T, keys @ W_k.T  # (..., Q, N), (..., K, N)
+    """a(q, k) = w_vᵀ tanh(W_q q + W_k k) for queries (..., Q, D_q) and keys (..., K, D_k),
+    batch dims broadcasting, with W_q (N, D_q), W_k (N, D_k), w_v (N,): → (..., Q, K)."""
+    _check_matrices("queries", queries, "(..., Q, D_q)")
+    _check_matrices("keys", keys, "(..., K, D_k)")
+    for name, x, rank, layout in (("W_q", W_q, 2, "(N, D_q)"), ("W_k", W_k, 2, "(N, D_k)"),
+                                  ("w_v", w_v, 1, "(N,)")):
+        check_rank(name, x, rank, layout)
+    for name, x in (("keys", keys), ("W_q", W_q), ("W_k", W_k), ("w_v", w_v)):
+        check_like(name, x, "queries", queries)
+    check_size("query size of W_q (N, D_q), as queries (..., Q, D_q)", queries.shape[-1],
+               W_q.shape[1])
+    check_size("key size of W_k (N, D_k), as keys (..., K, D_k)", keys.shape[-1], W_k.shape[1])
+    check_size("hidden units N of W_k (N, D_k), as W_q", W_q.shape[0], W_k.shape[0])
+    check_size("hidden units N of w_v (N,), as W_q", W_q.shape[0], w_v.shape[0])
+    _check_batch(queries, keys)
+    q, k = queries @ W_q.mT, keys @ W_k.mT  # (..., Q, N), (..., K, N)
     return torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3)) @ w_v  # (..., Q, K, N) @ (N,) → (..., Q, K)
 
 
@@ -239,6 +291,8 @@ def pairs_alike(scores: torch.Tensor) -> tuple[int, int]:
     if not isinstance(scores, torch.Tensor) or scores.dim() != 2 or scores.shape[0] != 2:
         got = tuple(scores.shape) if isinstance(scores, torch.Tensor) else type(scores).__name__
         raise ValueError(f"scores must have shape (2, K) (two queries), got {got}")
+    check_floating("scores", scores)  # real numbers to order (complex ones have no order)
+    check_holds_data("scores", scores)
     diff = scores[:, :, None] - scores[:, None, :]  # (2, K, K): s_i - s_j for each query
     upper = torch.ones_like(diff[0], dtype=torch.bool).triu(1)  # each pair i < j once
     K = scores.shape[1]
@@ -255,17 +309,21 @@ def pairs_alike_over_seeds(
     Per seed, the units' features are computed once and the scores of every N are running sums
     over the first N units (rescaling ``w_v`` to a fixed length changes no order).
     """
-    for n in hiddens:
-        _check_int("num_hiddens", n, 1, MAX_HIDDENS)
-    _check_int("row", row, 0, 1)
-    batch = toy_batch(batch_seed)
+    if not isinstance(hiddens, (list, tuple, range)):
+        raise ValueError(f"hiddens must be a list of ints in [1, {MAX_HIDDENS}], got "
+                         f"{type(hiddens).__name__}")
+    hiddens = [check_int_in(f"hiddens[{i}]", n, 1, MAX_HIDDENS) for i, n in enumerate(hiddens)]
+    if not isinstance(seeds, (list, tuple, range)):
+        raise ValueError(f"seeds must be a list or range of ints, got {type(seeds).__name__}")
+    seeds = [_check_seed_named(f"seeds[{i}]", seed) for i, seed in enumerate(seeds)]
+    check_int_in("row", row, 0, 1)
+    batch = toy_batch(_check_seed_named("batch_seed", batch_seed))
     queries = batch["queries"][row].double()  # (2, D)
     keys = batch["keys"][row, : int(batch["valid_lens"][row])].double()  # (n, D)
     upper = torch.ones(keys.shape[0], keys.shape[0], dtype=torch.bool).triu(1)  # pairs i < j
-    pick = torch.tensor(hiddens) - 1  # running sum over the first N units: index N - 1
+    pick = torch.tensor(hiddens, dtype=torch.long) - 1  # running sum over the first N units
     table: dict[str, list[int]] = {"num_hiddens": [], "seed": [], "alike": []}
     for seed in seeds:
-        _check_int("seed", seed, 0)
         W_q, W_k, w_v = (p.double() for p in _draw_units(seed, queries.shape[-1], keys.shape[-1]))
         units = torch.tanh((queries @ W_q.T)[:, None, :] + (keys @ W_k.T)[None])  # (2, n, 64)
         scores = (units * w_v).cumsum(-1)[..., pick]  # (2, n, len(hiddens))
@@ -373,8 +431,11 @@ def _layout_hidden_size(fig: Figure, data: dict) -> None:
     fig.colorbar(image, ax=axes, shrink=0.8, label="score a(q, k)", ticks=[-4, -2, 0, 2, 4])
 
 
-def rank_labels(ax) -> list:
+def rank_labels(ax: Axes) -> list:
     """The rank numbers written beside the valid keys of one landscape panel, in key order."""
+    if not isinstance(ax, Axes):
+        raise ValueError(f"ax must be a matplotlib Axes (a panel of draw_hidden_size), got "
+                         f"{type(ax).__name__}")
     return [t for t in ax.texts if t.get_gid() == "rank"]
 
 
@@ -394,8 +455,10 @@ def draw_hidden_size(num_hiddens: int, *, seed: int = 0, fig: Figure | None = No
     of valid keys that the two queries order alike (``pairs_alike``). ``fig``: a Figure this
     function drew before is updated in place (fast); any other Figure is cleared and redrawn.
     """
-    _check_int("seed", seed, 0)
-    data = _hidden_size_data(num_hiddens, seed)  # checks num_hiddens
+    seed = check_seed(seed)
+    check_int_in("num_hiddens", num_hiddens, 1, MAX_HIDDENS)
+    check_figure("fig", fig, optional=True)
+    data = _hidden_size_data(num_hiddens, seed)
     if fig is None:
         fig = Figure(figsize=(6.8, 5.9))
     fresh = not _is_hidden_size_figure(fig)
@@ -414,8 +477,8 @@ def draw_hidden_size(num_hiddens: int, *, seed: int = 0, fig: Figure | None = No
 
 def hidden_size_view(num_hiddens: int = 1, *, seed: int = 0) -> widgets.interactive:
     """Slider: the additive scorer's number of hidden units (1–16) → ``draw_hidden_size``."""
-    _check_int("num_hiddens", num_hiddens, 1, 16)
-    _check_int("seed", seed, 0)
+    check_int_in("num_hiddens", num_hiddens, 1, 16)
+    seed = check_seed(seed)
     fig = draw_hidden_size(num_hiddens, seed=seed)
 
     def draw(num_hiddens: int) -> Figure:
@@ -423,7 +486,8 @@ def hidden_size_view(num_hiddens: int = 1, *, seed: int = 0) -> widgets.interact
 
     return interactive_figure(
         draw, height="610px",
-        num_hiddens=widgets.IntSlider(value=num_hiddens, min=1, max=16, description="num_hiddens",
+        num_hiddens=widgets.IntSlider(value=int(num_hiddens), min=1, max=16,
+                                      description="num_hiddens",
                                       continuous_update=False,
                                       style={"description_width": "initial"}),
     )

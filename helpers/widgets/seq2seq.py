@@ -21,19 +21,54 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from ..checks import check_holds_data, check_seed
 from ..plotting import MASKED_COLOR, to_numpy
 from ..seq2seq import Seq2Seq, make_dates, output_text, predict_many, tokenize_source
-from ._common import interactive_figure, start_figure
+from ._common import check_figure, check_int_in, interactive_figure, start_figure
 
 __all__ = ["step_labels", "draw_alignment", "alignment_title", "alignment_view", "demo_model",
            "demo_views"]
 
 ALIGNMENT_LABEL = "seq2seq.alignment"  # Figure label: tells draw_alignment a figure is its own
 HIGHLIGHT = "#1f77b4"
+MAX_STEPS = 64  # decoding steps a view may ask for: one heatmap row each
+
+
+def _check_tokens(name: str, tokens: object) -> list[str]:
+    """``tokens`` as a list; raise unless it is a list or tuple of str (a lone str is refused:
+    it would be read character by character)."""
+    if isinstance(tokens, (list, tuple)):
+        odd = [t for t in tokens if not isinstance(t, str)]
+        if not odd:
+            return list(tokens)
+        got = f"a {type(tokens).__name__} holding a {type(odd[0]).__name__}"
+    else:
+        got = f"the str {tokens!r}" if isinstance(tokens, str) else type(tokens).__name__
+    raise ValueError(f"{name} must be a list of str (one each), got {got}")
+
+
+def _check_weights(weights: object) -> np.ndarray:
+    """``weights`` (S, T) as a float64 array; raise unless they are real floating-point
+    numbers (a tensor holding data, an array or a nested list)."""
+    if isinstance(weights, torch.Tensor):
+        check_holds_data("weights", weights)
+        ok, kind = weights.is_floating_point(), str(weights.dtype).replace("torch.", "")
+    else:
+        try:
+            array = np.asarray(weights) if not isinstance(weights, str) else None
+        except (TypeError, ValueError):
+            array = None
+        ok = array is not None and array.dtype.kind == "f"
+        kind = (type(weights).__name__ if array is None or array.dtype == object
+                else str(array.dtype))
+    if not ok:
+        raise ValueError(f"weights must be floating-point numbers (S, T), got {kind}")
+    return to_numpy(weights).astype(np.float64)
 
 
 def step_labels(output_tokens: Sequence[str]) -> list[str]:
     """Row labels of an alignment map: ['1: 1', '2: 9', ..., '11: <eos>'] (step t: token y_t)."""
+    output_tokens = _check_tokens("output_tokens", output_tokens)
     return [f"{t}: {token}" for t, token in enumerate(output_tokens, start=1)]
 
 
@@ -104,16 +139,25 @@ def draw_alignment(
     updated in place (its axes are kept; when only the step changes, only the outline and the
     bars move); any other Figure is cleared and redrawn.
     """
-    weights = to_numpy(weights).astype(np.float64)
+    source_tokens = _check_tokens("source_tokens", source_tokens)
+    output_tokens = _check_tokens("output_tokens", output_tokens)
+    weights = _check_weights(weights)
     if weights.ndim != 2 or weights.shape != (len(output_tokens), len(source_tokens)):
         raise ValueError(f"weights must have shape (S, T) = ({len(output_tokens)}, "
                          f"{len(source_tokens)}), got {weights.shape}")
-    S, _ = weights.shape
+    S, T = weights.shape
     if S == 0:
-        raise ValueError("weights must have at least one row (one decoding step)")
+        raise ValueError(f"weights must have at least one row (one decoding step), got shape "
+                         f"{weights.shape}")
+    if T == 0:
+        raise ValueError(f"weights must have at least one column (one source token), got shape "
+                         f"{weights.shape}")
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise ValueError(f"step must be an int, got {type(step).__name__} {step!r}")
     step = min(max(int(step), 1), S)
+    if not isinstance(title, str):
+        raise ValueError(f"title must be a str, got {type(title).__name__}")
+    check_figure("fig", fig, optional=True)
     if fig is None:
         fig = Figure(figsize=(6.0, 5.6))
     if not _is_alignment_figure(fig):
@@ -132,7 +176,11 @@ def draw_alignment(
 
 def alignment_title(text: str, output_tokens: Sequence[str], target: str | None = None) -> str:
     """'3 May 1998' → 1998-05-03 (right) — with the target spelled out when the output is wrong."""
-    output = output_text(output_tokens)
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str, got {type(text).__name__}")
+    if target is not None and not isinstance(target, str):
+        raise ValueError(f"target must be a str or None, got {type(target).__name__}")
+    output = output_text(_check_tokens("output_tokens", output_tokens))
     if target is None:
         return f"{text!r} → {output}"
     verdict = "right" if output == target else f"wrong, target {target}"
@@ -148,16 +196,25 @@ def alignment_view(
 
     The greedy predictions (``predict_many(model, texts, max_steps)``) are computed once here;
     moving a slider only draws. ``targets``, if given, mark each output right or wrong.
+    ``max_steps`` is at most ``MAX_STEPS`` and ``step`` at most the longest output (the step
+    slider's end): a value past a slider is refused, not clipped.
     """
-    if isinstance(texts, str) or not texts:
-        raise ValueError(f"texts must be a non-empty list of source texts, got {texts!r}")
-    if targets is not None and len(targets) != len(texts):
-        raise ValueError(f"{len(texts)} texts but {len(targets)} targets")
-    if isinstance(example, bool) or not isinstance(example, int) or not 1 <= example <= len(texts):
-        raise ValueError(f"example must be an int in [1, {len(texts)}], got {example!r}")
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise ValueError(f"step must be an int >= 1, got {step!r}")
+    if not isinstance(model, Seq2Seq):
+        raise ValueError(f"model must be a Seq2Seq, got {type(model).__name__}")
+    texts = _check_tokens("texts", texts)
+    if not texts:
+        raise ValueError("texts must be a non-empty list of str (source texts), got []")
+    if targets is not None:
+        targets = _check_tokens("targets", targets)
+        if len(targets) != len(texts):
+            raise ValueError(f"targets must be None or one str per text ({len(texts)}), "
+                             f"got {len(targets)}")
+    example = check_int_in("example", example, 1, len(texts))
+    check_int_in("step", step, 1)
+    max_steps = check_int_in("max_steps", max_steps, 1, MAX_STEPS, "(one heatmap row per step)")
     preds = predict_many(model, texts, max_steps)
+    longest = max(len(tokens) for tokens, _ in preds)
+    step = check_int_in("step", step, 1, longest, "(the longest output)")
     sources = [tokenize_source(t) for t in texts]
     fig = Figure(figsize=(6.0, 5.6))
 
@@ -167,7 +224,6 @@ def alignment_view(
         title = alignment_title(texts[i], tokens, None if targets is None else targets[i])
         return draw_alignment(sources[i], tokens, weights, step, title=title, fig=fig)
 
-    longest = max(len(tokens) for tokens, _ in preds)
     view = interactive_figure(
         draw, height="540px",
         example=widgets.IntSlider(value=example, min=1, max=len(texts), description="example",
@@ -179,6 +235,7 @@ def alignment_view(
 
 def demo_model(seed: int = 0) -> Seq2Seq:
     """A small untrained ``Seq2Seq`` whose weights depend on ``seed`` only (global RNG untouched)."""
+    seed = check_seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = Seq2Seq(16, 32)

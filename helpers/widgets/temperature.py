@@ -19,9 +19,9 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..checks import check_floating, check_rank
+from ..checks import check_floating, check_holds_data, check_rank, check_real
 from ..plotting import show_heatmaps, to_numpy
-from ._common import freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, freeze_layout, interactive_figure, start_figure
 
 __all__ = ["temperature_weights", "entropy", "draw_temperature", "temperature_view",
            "demo_scores", "demo_views"]
@@ -29,17 +29,17 @@ __all__ = ["temperature_weights", "entropy", "draw_temperature", "temperature_vi
 TEMPERATURE_LABEL = "temperature"  # Figure label: tells draw_temperature a figure is its own
 FIGSIZE = (7.6, 2.9)
 CMAP = "Reds"
+SLIDER_RANGE = (0.01, 100.0)  # the view's log-scale slider: 10^-2 to 10^2
 
 
-def _check_temperature(temperature: float) -> float:
-    number = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
-    if not (number or isinstance(temperature, torch.Tensor) and temperature.dim() == 0):
-        raise ValueError(f"temperature must be a positive number, got {temperature!r} "
-                         f"({type(temperature).__name__})")
-    value = float(temperature)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"temperature must be a finite number > 0, got {value}")
-    return value
+def _check_scores(scores: torch.Tensor) -> None:
+    """Raise unless ``scores`` is a floating (Q, K) tensor holding data, Q, K ≥ 1."""
+    check_rank("scores", scores, 2, "(Q, K)")
+    check_floating("scores", scores)
+    check_holds_data("scores", scores)
+    if 0 in scores.shape:
+        raise ValueError(f"scores must have at least one query and one key (Q, K), "
+                         f"got shape {tuple(scores.shape)}")
 
 
 def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -49,9 +49,8 @@ def temperature_weights(scores: torch.Tensor, temperature: float) -> torch.Tenso
     τ → ∞: every row tends to uniform 1/K. τ = 1 is the plain softmax. ``scores`` is not
     changed.
     """
-    check_rank("scores", scores, 2, "(Q, K)")
-    check_floating("scores", scores)
-    return torch.softmax(scores / _check_temperature(temperature), dim=-1)
+    _check_scores(scores)
+    return torch.softmax(scores / check_real("temperature", temperature, above=0), dim=-1)
 
 
 def entropy(weights: torch.Tensor) -> torch.Tensor:
@@ -60,6 +59,9 @@ def entropy(weights: torch.Tensor) -> torch.Tensor:
     0 for a one-hot row, log K for a uniform one.
     """
     check_floating("weights", weights)
+    check_holds_data("weights", weights)
+    if weights.dim() == 0:
+        raise ValueError("weights must have at least 1 dimension (..., K), got 0 (a lone number)")
     return torch.special.entr(weights).sum(dim=-1)
 
 
@@ -110,6 +112,7 @@ def draw_temperature(
     the Figure (not registered with pyplot).
     """
     weights = temperature_weights(scores, temperature)  # (Q, K)
+    check_figure("fig", fig, optional=True)
     ent = to_numpy(entropy(weights.double()))  # (Q,)
     weights = to_numpy(weights).astype(np.float64)
     Q, K = weights.shape
@@ -141,10 +144,15 @@ def draw_temperature(
 def temperature_view(scores: torch.Tensor, temperature: float = 1.0) -> widgets.interactive:
     """A log-scale slider for τ (0.01 to 100) → ``draw_temperature(scores, τ)``.
 
-    ``scores`` (Q, K) is copied: later changes to the caller's tensor do not show.
+    ``scores`` (Q, K) is copied: later changes to the caller's tensor do not show. A starting
+    ``temperature`` outside the slider's range is refused (the slider would clip it silently).
     """
-    scores = scores.detach().clone()
     temperature_weights(scores, temperature)  # check the inputs now, not in the first callback
+    low, high = SLIDER_RANGE
+    if not low <= temperature <= high:
+        raise ValueError(f"temperature must lie on the slider, in [{low:g}, {high:g}], "
+                         f"got {temperature!r}")
+    scores = scores.detach().clone()
     fig = Figure(figsize=FIGSIZE)
 
     def draw(temperature: float) -> Figure:
@@ -153,7 +161,7 @@ def temperature_view(scores: torch.Tensor, temperature: float = 1.0) -> widgets.
     return interactive_figure(
         draw, height="300px",
         temperature=widgets.FloatLogSlider(
-            value=temperature, base=10, min=-2, max=2, step=0.1, description="τ",
+            value=float(temperature), base=10, min=-2, max=2, step=0.1, description="τ",
             readout_format=".2f", continuous_update=False),
     )
 

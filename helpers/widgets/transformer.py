@@ -10,6 +10,7 @@ fixed to 0–1 so that maps compare across slider values.
 from __future__ import annotations
 
 import functools
+import numbers
 
 import ipywidgets as widgets
 import numpy as np
@@ -18,9 +19,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from .. import induction
+from ..checks import check_positive_int
 from ..masking import causal_mask
 from ..plotting import MASKED_COLOR, show_heatmaps
-from ._common import freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
 
 __all__ = [
     "SENTENCE", "averaging_weights", "draw_causal", "causal_view", "draw_explorer",
@@ -38,8 +40,20 @@ EXPLORER_LABEL = "transformer.explorer"
 def averaging_weights(num_tokens: int) -> torch.Tensor:
     """(T, T): query t averages the tokens 0 … t uniformly (weight 1/(t+1)), the future gets 0;
     the masked softmax of all-zero scores under ``causal_mask(T, T)``."""
+    num_tokens = check_positive_int("num_tokens", num_tokens)
     keep = causal_mask(num_tokens, num_tokens)  # (T, T), True = takes part
     return keep / keep.sum(-1, keepdim=True)  # (T, T)
+
+
+def _check_causal(position: object, words: object) -> tuple[int, tuple[str, ...]]:
+    """``position`` as an int in [0, T − 1] and ``words`` as a tuple of T >= 1 strings."""
+    if not isinstance(words, (tuple, list)) or not words or \
+            not all(isinstance(w, str) for w in words):
+        got = (f"{type(words).__name__} of {len(words)}" if isinstance(words, (tuple, list))
+               else type(words).__name__)
+        raise ValueError(f"words must be a non-empty tuple of strings, got {got}")
+    words = tuple(words)
+    return check_int_in("position", position, 0, len(words) - 1), words
 
 
 def draw_causal(position: int = 3, *, words: tuple[str, ...] = SENTENCE,
@@ -47,9 +61,9 @@ def draw_causal(position: int = 3, *, words: tuple[str, ...] = SENTENCE,
     """Left: the causal averaging weights of ``words`` (future keys grey), the row of query
     ``position`` framed. Right: that row as bars, one per key (grey: in its future).
     ``fig``: a Figure this function drew before is updated in place."""
+    position, words = _check_causal(position, words)
+    check_figure("fig", fig, optional=True)
     T = len(words)
-    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < T:
-        raise ValueError(f"position must be an int in [0, {T - 1}], got {position!r}")
     if fig is None or fig.get_label() != CAUSAL_LABEL or len(fig.axes) != 3:
         fig = _build_causal(averaging_weights(T), words, fig)
     heat, bars_ax = fig.axes[0], fig.axes[2]
@@ -105,6 +119,7 @@ def _freeze_layout(fig: Figure) -> None:
 
 def causal_view(position: int = 3, *, words: tuple[str, ...] = SENTENCE) -> widgets.interactive:
     """Slider over the query position → ``draw_causal``, redrawn into one Figure."""
+    position, words = _check_causal(position, words)
     fig = draw_causal(position, words=words)
     slider = widgets.IntSlider(value=position, min=0, max=len(words) - 1,
                                description="query position", style={"description_width": "initial"})
@@ -117,16 +132,17 @@ def causal_view(position: int = 3, *, words: tuple[str, ...] = SENTENCE) -> widg
 
 def _check_choice(run: induction.TrainingRun, step: int, layer: int, head: int,
                   example: int) -> tuple[int, int, int, int]:
+    """(checkpoint index, layer, head, example), 0-based, of a choice in ``run``."""
+    if not isinstance(run, induction.TrainingRun):
+        raise ValueError(f"run must be an induction.TrainingRun (train_with_checkpoints), "
+                         f"got {type(run).__name__}")
     C, E, L, H = run.weights.shape[:4]
-    if step not in run.steps:
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step not in run.steps:
         raise ValueError(f"step must be one of the checkpoints {run.steps}, got {step!r}")
     for name, value, top in (("layer", layer, L), ("head", head, H)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-            raise ValueError(f"{name} must be an int in [1, {top}] (numbered from 1), "
-                             f"got {value!r}")
-    if isinstance(example, bool) or not isinstance(example, int) or not 0 <= example < E:
-        raise ValueError(f"example must be an int in [0, {E - 1}], got {example!r}")
-    return run.steps.index(step), layer - 1, head - 1, example
+        check_int_in(name, value, 1, top, "(numbered from 1)")
+    check_int_in("example", example, 0, E - 1)
+    return run.steps.index(step), int(layer) - 1, int(head) - 1, int(example)
 
 
 def _targets(run: induction.TrainingRun, example: int) -> tuple[np.ndarray, np.ndarray]:
@@ -149,8 +165,10 @@ def draw_explorer(run: induction.TrainingRun, step: int | None = None, layer: in
     right, every layer × head (the chosen one framed, its two scores at this step in the
     titles: ``previous_token`` and ``induction`` of ``run``). Colours 0–1.
     ``fig``: a Figure this function drew for the same run is updated in place (fast)."""
-    step = run.steps[-1] if step is None else step
+    step = run.steps[-1] if step is None and isinstance(run, induction.TrainingRun) else step
     c, li, hi, e = _check_choice(run, step, layer, head, example)
+    check_figure("fig", fig, optional=True)
+    step, layer, head, example = run.steps[c], li + 1, hi + 1, e
     ours = fig is not None and fig.get_label() == EXPLORER_LABEL
     if not ours or getattr(fig, "_explorer_run", None) is not run:
         fig = _build_explorer(run, fig)
@@ -231,8 +249,9 @@ def explorer_view(run: induction.TrainingRun, step: int | None = None, layer: in
     """Controls: training step (the checkpoints of ``run``), layer, head and example →
     ``draw_explorer``, redrawn into one Figure. Everything shown was recorded during training:
     a move only redraws."""
-    step = run.steps[-1] if step is None else step
-    _check_choice(run, step, layer, head, example)
+    step = run.steps[-1] if step is None and isinstance(run, induction.TrainingRun) else step
+    c, li, hi, e = _check_choice(run, step, layer, head, example)
+    step, layer, head, example = run.steps[c], li + 1, hi + 1, e
     C, E, L, H = run.weights.shape[:4]
     fig = draw_explorer(run, step, layer, head, example)
     options = [(f"{i + 1}: copy distance {int(p)}", i) for i, p in enumerate(run.examples.period)]
