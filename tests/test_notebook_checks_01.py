@@ -15,7 +15,7 @@ NOTEBOOK = "01_queries_keys_values.ipynb"
 
 @pytest.fixture(scope="module")
 def nb():
-    return notebook_namespace(NOTEBOOK, {"scores", "values", "check_2", "check_3"})
+    return notebook_namespace(NOTEBOOK, {"scores", "values", "_number", "check_2", "check_3"})
 
 
 WRONGLY_TYPED = ["two", {"key": 2}, object(), [None, None], [[0, 0, "1", 0]], print]
@@ -109,4 +109,21 @@ def test_check_3_rejects_impossible_temperatures(nb, answer):
 @pytest.mark.parametrize("answer", WRONGLY_TYPED + [[0.52], torch.tensor([0.5, 0.6])])
 def test_check_3_survives_wrongly_typed_answers(nb, answer):
     verdict = nb["check_3"](answer)
+    assert verdict.startswith("not quite") and "expected" in verdict, verdict
+
+
+@pytest.mark.parametrize("answer", [
+    torch.tensor([[0, 0, 1 + 0j, 0]]), np.array([[0, 0, 1, 0]], dtype=complex),  # were cast to real: correct
+    torch.tensor([[False, False, True, False]]), [[False, False, True, False]],  # a mask, not weights
+    torch.empty(1, 4, device="meta"),  # crashed
+])
+def test_check_2_refuses_complex_bool_and_meta_weights(nb, answer):
+    verdict = nb["check_2"](answer)
+    assert verdict.startswith("not quite") and "expected" in verdict, verdict
+
+
+@pytest.mark.parametrize("answer", [torch.tensor(0.52 + 0j), np.complex128(0.52), torch.tensor(0.52, device="meta"),
+                                    np.True_, torch.tensor(True), 10**400])
+def test_check_3_refuses_complex_bool_and_meta_numbers(nb, answer):
+    verdict = nb["check_3"](answer)  # the complex ones were correct, the meta tensor crashed
     assert verdict.startswith("not quite") and "expected" in verdict, verdict

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -22,7 +23,7 @@ def nb():
     scalar = helpers.NWKernelRegression(*_wide_pairs(), init=W)
     return notebook_namespace(
         NOTEBOOK,
-        {"device", "data", "x_train", "y_train", "x_test", "y_truth", "wide", "test_mse",
+        {"device", "data", "x_train", "y_train", "x_test", "y_truth", "wide", "test_mse", "_number",
          "check_1", "check_2", "check_3", "check_4"},
         {"scalar": scalar},
     )
@@ -164,3 +165,21 @@ def test_check_4_survives_wrongly_typed_answers(nb, answer):
 def test_checks_say_not_answered_for_none(nb):
     assert {nb[f"check_{n}"](None) for n in (1, 2, 3, 4)} == {"not answered yet"}
     assert math.isclose(W, nb["scalar"].w.item(), rel_tol=1e-6)
+
+
+def test_check_1_refuses_complex_and_meta_outputs(nb):
+    # the complex output was cast to real (correct); the meta one crashed
+    for fn in (lambda xt, yt, xq: nearest_by_hand(xt, yt, xq).to(torch.complex64),
+               lambda xt, yt, xq: torch.empty(len(xq), device="meta")):
+        verdict = nb["check_1"](fn)
+        assert verdict.startswith("not quite") and "expected" in verdict, verdict
+
+
+def test_number_checks_refuse_complex_and_meta_numbers(nb):
+    # the right numbers as complex were cast to real (correct); the meta tensors crashed
+    for name, right in (("check_2", best_bandwidth(nb)), ("check_3", boxcar_count(nb)), ("check_4", 1 / W)):
+        assert nb[name](np.float32(right)) == "correct" and nb[name](torch.tensor(right)) == "correct"
+        for answer in (torch.tensor(complex(right)), np.complex128(right), torch.tensor(right, device="meta"),
+                       np.True_, [right]):
+            verdict = nb[name](answer)
+            assert verdict.startswith("not quite") and "expected" in verdict, (name, answer, verdict)

@@ -18,7 +18,7 @@ NOTEBOOK = "10_rotary_position_embedding.ipynb"
 
 @pytest.fixture(scope="module")
 def nb():
-    return notebook_namespace(NOTEBOOK, {"D", "T", "check_1", "check_2", "check_3", "check_4"})
+    return notebook_namespace(NOTEBOOK, {"D", "T", "_number", "check_1", "check_2", "check_3", "check_4"})
 
 
 WRONGLY_TYPED = ["a lot", {"pairs": 46}, object(), [None], 3.5j]
@@ -120,3 +120,24 @@ def test_check_4_explains_wrong_types(nb, answer):
 
 def test_the_notebook_constants_are_what_the_checks_assume(nb):
     assert (nb["D"], nb["T"]) == (8, 12)
+
+
+@pytest.mark.parametrize("answer", [
+    torch.tensor([0, 2, 4, 6, 1, 3, 5, 7], dtype=torch.bool),
+    torch.tensor([0, 2, 4, 6, 1, 3, 5, 7], dtype=torch.complex64),
+    np.array([0, 2, 4, 6, 1, 3, 5, 7], dtype=np.complex128),
+    np.array([0.0, 2, 4, 6, 1, 3, 5, 7]), np.array(list("02461357")),
+    torch.tensor([0, 2, 4, 6, 1, 3, 5, 7], device="meta"),
+])
+def test_check_2_refuses_non_integer_tensors_of_any_dtype(nb, answer):
+    verdict = nb["check_2"](answer)
+    assert is_hint(verdict) and "expected" in verdict, verdict
+
+
+def test_check_2_accepts_any_integer_dtype(nb):
+    right = [0, 2, 4, 6, 1, 3, 5, 7]
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32):  # uint8 would index as a mask
+        assert nb["check_2"](torch.tensor(right, dtype=dtype)) == "correct", dtype
+    for dtype in (np.int32, np.uint8):
+        assert nb["check_2"](np.array(right, dtype=dtype)) == "correct", dtype
+    assert nb["check_2"]([np.int64(i) for i in right]) == "correct"
