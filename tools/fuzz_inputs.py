@@ -2,17 +2,21 @@
 
     .venv/bin/python tools/fuzz_inputs.py [--limit SECONDS] [--seed N] [--quiet]
 
-Three sources of cases, all run in this process (no subprocess), each call under a time limit
+Five sources of cases, all run in this process (no subprocess), each call under a time limit
 (``signal.setitimer``), so that a hang is counted instead of blocking the run:
 
 1. the tables of ``tests/test_bad_input.py`` (each bad call with the pattern its message must
    match, each edge case with the check its result must pass);
-2. every numeric or flag hyper-parameter of the helpers against a pool of odd values (NumPy
-   scalars, NaN, ±inf, bools, None, strings, 0-d tensors), judged by the project's rules
+2. every numeric or flag hyper-parameter of the attention helpers against a pool of odd values
+   (NumPy scalars, NaN, ±inf, bools, None, strings, 0-d tensors), judged by the project's rules
    (sizes: ints ≥ 1; probabilities in [0, 1); finite numbers; flags are bools);
 3. random attention calls (seeded): shapes, dtypes, devices ('meta'), valid lengths and masks
    drawn at random, some perturbed, judged by an oracle written out here and, when valid,
-   checked against the formula softmax(q kᵀ/√D) v.
+   checked against the formula softmax(q kᵀ/√D) v;
+4. the specs of ``tests/fuzz/``: every public callable of every module (the list comes from
+   the modules' ``__all__``, widget modules included), each parameter swept over a pool of odd
+   values and tensor variants, plus each spec's own bad and edge cases;
+5. every notebook's exercise checks, with right, wrong and oddly typed answers.
 
 A bad input counts as *clear* when it raises a ValueError whose message matches its pattern
 (for generated cases: it says what was expected and what came, ``must ... got``), *vague* for
@@ -43,6 +47,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import helpers as h  # noqa: E402
+from tests import fuzz  # noqa: E402
+from tests.notebook_code import notebook_namespace  # noqa: E402
 from tests.test_bad_input import BAD, EDGE  # noqa: E402
 
 GENERIC = r"(must|expected)[^\n]*got"  # a generated bad case: says what was expected and what came
@@ -55,7 +61,8 @@ class Case:
     call: Callable[[], Any]
     bad: bool
     match: str | None = None  # bad: the pattern the ValueError must match
-    check: Callable[[Any], bool] | None = None  # edge: True when the result is right
+    check: Callable[[Any], bool] | None = None  # edge: True when the result is right (None: any)
+    limit: float | None = None  # seconds for this call (None: --limit)
 
 
 class Hang(Exception):
@@ -69,6 +76,7 @@ def _on_alarm(signum, frame):
 def run_case(case: Case, limit: float) -> tuple[str, str]:
     """(outcome, detail): outcome is clear / vague / raw / silent / hang for a bad input and
     ok / rejected / wrong / hang for an edge case."""
+    limit = max(limit, case.limit or 0)
     signal.setitimer(signal.ITIMER_REAL, limit)
     start = time.perf_counter()
     try:
@@ -77,7 +85,7 @@ def run_case(case: Case, limit: float) -> tuple[str, str]:
         if case.bad:
             return "silent", f"returned {_short(result)}"
         try:
-            good = bool(case.check(result))
+            good = case.check is None or bool(case.check(result))
         except Exception as error:  # noqa: BLE001  the check itself failed on the result
             good, result = False, f"{_short(result)} (check raised {type(error).__name__}: {error})"
         return ("ok", "") if good else ("wrong", f"returned {_short(result)}")
@@ -97,6 +105,8 @@ def run_case(case: Case, limit: float) -> tuple[str, str]:
         return ("clear", "") if re.search(case.match or GENERIC, str(error)) else ("vague", text)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        if "matplotlib.pyplot" in sys.modules:  # a widget's draw function made a figure
+            sys.modules["matplotlib.pyplot"].close("all")
 
 
 def _short(x: Any) -> str:
@@ -454,10 +464,30 @@ def _lens_text(lens: Any) -> str:
 
 
 # ----------------------------------------------------------------------------------- main
+def spec_cases() -> list[Case]:
+    """Sources 4 and 5: the cases generated from the specs of tests/fuzz."""
+    cases = []
+    for spec in fuzz.all_specs():
+        cases += [Case("api specs", f"{g.target} {g.id}", g.call, g.bad, g.match, g.check,
+                       g.limit) for g in fuzz.generate_cases(spec)]
+    for spec in fuzz.all_check_specs():
+        ns = notebook_namespace(spec.notebook, {spec.name, *spec.wanted}, spec.namespace())
+        cases += [Case("exercise checks", f"{g.target} {g.id}", g.call, g.bad, g.match, g.check,
+                       g.limit) for g in fuzz.generate_check_cases(spec, ns)]
+    return cases
+
+
+def coverage() -> tuple[int, list[str]]:
+    """(number of public callables, those without a spec)."""
+    targets = fuzz.public_targets()
+    specced = {spec.target for spec in fuzz.all_specs()}
+    return len(targets), sorted(set(targets) - specced)
+
+
 def catalogue(n_random: int, seed: int) -> list[Case]:
     table = [Case("table", c.id, c.call, bad=True, match=c.match) for c in BAD]
     table += [Case("table", c.id, c.call, bad=False, check=c.check) for c in EDGE]
-    return table + hyper_parameter_cases() + random_attention_cases(n_random, seed)
+    return table + hyper_parameter_cases() + random_attention_cases(n_random, seed) + spec_cases()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -482,7 +512,10 @@ def main(argv: list[str] | None = None) -> int:
           f"silent {count(bad, 'silent')} | hangs {count(bad, 'hang')}")
     print(f"must work:  work {count(edge, 'ok')} | wrongly rejected {count(edge, 'rejected')} | "
           f"wrong result {count(edge, 'wrong')} | hangs {count(edge, 'hang')}")
-    for source in ("table", "hyper-parameter", "random attention"):
+    total, missing = coverage()
+    print(f"public callables (from every module's __all__): {total}, with a spec: "
+          f"{total - len(missing)}" + (f"; WITHOUT a spec: {len(missing)}" if missing else ""))
+    for source in ("table", "hyper-parameter", "random attention", "api specs", "exercise checks"):
         rows = [r for r in results if r[0].source == source]
         b, e = [r for r in rows if r[0].bad], [r for r in rows if not r[0].bad]
         print(f"  {source:17s} bad {len(b):4d} (clear {count(b, 'clear')}, vague {count(b, 'vague')}, "
@@ -491,11 +524,13 @@ def main(argv: list[str] | None = None) -> int:
               f"(work {count(e, 'ok')}, rejected {count(e, 'rejected')}, wrong {count(e, 'wrong')}, "
               f"hangs {count(e, 'hang')})")
     problems = [r for r in results if r[1] not in ("clear", "ok")]
+    if missing and not args.quiet:
+        print("\npublic callables without a spec in tests/fuzz:", ", ".join(missing))
     if problems and not args.quiet:
         print("\nevery case that is not a clear error or a working edge case:")
         for case, outcome, detail in problems:
             print(f"  [{outcome}] ({case.source}) {case.id}: {detail}")
-    return 1 if problems else 0
+    return 1 if problems or missing else 0
 
 
 if __name__ == "__main__":
