@@ -29,12 +29,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import numbers
 import re
-import signal
 import sys
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +47,7 @@ from tests import fuzz  # noqa: E402
 from tests.notebook_code import notebook_namespace  # noqa: E402
 from tests.test_bad_input import BAD, EDGE  # noqa: E402
 
-GENERIC = r"(must|expected)[^\n]*got"  # a generated bad case: says what was expected and what came
+GENERIC = fuzz.GENERIC  # a generated bad case: says what was expected and what came
 
 
 @dataclass
@@ -65,88 +61,19 @@ class Case:
     limit: float | None = None  # seconds for this call (None: --limit)
 
 
-class Hang(Exception):
-    pass
-
-
-def _on_alarm(signum, frame):
-    raise Hang()
-
-
 def run_case(case: Case, limit: float) -> tuple[str, str]:
     """(outcome, detail): outcome is clear / vague / raw / silent / hang for a bad input and
-    ok / rejected / wrong / hang for an edge case."""
-    limit = max(limit, case.limit or 0)
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    start = time.perf_counter()
-    try:
-        result = case.call()
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        if case.bad:
-            return "silent", f"returned {_short(result)}"
-        try:
-            good = case.check is None or bool(case.check(result))
-        except Exception as error:  # noqa: BLE001  the check itself failed on the result
-            good, result = False, f"{_short(result)} (check raised {type(error).__name__}: {error})"
-        return ("ok", "") if good else ("wrong", f"returned {_short(result)}")
-    except Hang:
-        return "hang", f"over {limit} s"
-    except Exception as error:  # noqa: BLE001  classifying every exception is the point
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        if time.perf_counter() - start > limit:  # stuck in C code past the alarm
-            return "hang", f"{time.perf_counter() - start:.1f} s, then {type(error).__name__}"
-        text = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-        where = traceback.extract_tb(error.__traceback__)[-1]
-        text += f"  [{Path(where.filename).name}:{where.lineno}]"
-        if not case.bad:
-            return "rejected", text
-        if not isinstance(error, ValueError):
-            return "raw", text
-        return ("clear", "") if re.search(case.match or GENERIC, str(error)) else ("vague", text)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        if "matplotlib.pyplot" in sys.modules:  # a widget's draw function made a figure
-            sys.modules["matplotlib.pyplot"].close("all")
-
-
-def _short(x: Any) -> str:
-    if isinstance(x, torch.Tensor):
-        return f"tensor {tuple(x.shape)} {x.dtype}"
-    if isinstance(x, tuple):
-        return "(" + ", ".join(_short(y) for y in x) + ")"
-    return f"{type(x).__name__}"
+    ok / rejected / wrong / hang for an edge case (``tests.fuzz.run_case`` judges it)."""
+    return fuzz.run_case(fuzz.Generated(case.source, case.id, case.call, case.bad, case.match,
+                                        case.check, max(limit, case.limit or 0)))
 
 
 # ------------------------------------------------------------------ 2. hyper-parameters
-ODD_VALUES: list[tuple[str, Any]] = [
-    ("0", 0), ("1", 1), ("2", 2), ("-1", -1), ("0.5", 0.5), ("2.5", 2.5), ("1.0", 1.0),
-    ("np.int64(2)", np.int64(2)), ("np.int32(1)", np.int32(1)), ("np.float32(0.5)", np.float32(0.5)),
-    ("np.float64(2.0)", np.float64(2.0)), ("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf),
-    ("True", True), ("False", False), ("np.True_", np.True_), ("None", None), ("'2'", "2"),
-    ("tensor(2)", torch.tensor(2)), ("tensor(0.5)", torch.tensor(0.5)), ("1e30", 1e30),
-]
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
-
-
-def _is_real(v: Any) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and math.isfinite(v)
+ODD_VALUES, _is_int, _is_real = fuzz.ODD_VALUES, fuzz._is_int, fuzz._is_real
 
 
 RULES: dict[str, Callable[[Any], bool]] = {
-    "size": lambda v: _is_int(v) and v >= 1,
-    "count": lambda v: _is_int(v) and v >= 0,
-    "size or None": lambda v: v is None or _is_int(v) and v >= 1,  # None: the default size
-    "probability": lambda v: _is_real(v) and 0 <= v < 1,
-    "positive": lambda v: _is_real(v) and v > 0,
-    "non-negative": lambda v: _is_real(v) and v >= 0,
-    "finite": _is_real,
-    "flag": lambda v: isinstance(v, (bool, np.bool_)),
-    "above one": lambda v: _is_real(v) and v > 1,
-    "seed": lambda v: _is_int(v) and -(2**63) <= v < 2**64,
-    # a number, or a 0-d real tensor, > 0 and finite
+    **fuzz.RULES,
     "bandwidth": lambda v: _is_real(v) and v > 0 or isinstance(v, torch.Tensor) and v.dim() == 0
     and v.dtype != torch.bool and bool(torch.isfinite(v)) and bool(v > 0),
 }
@@ -498,7 +425,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="the tally only, no list of cases")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
-    signal.signal(signal.SIGALRM, _on_alarm)
     cases = catalogue(args.random, args.seed)
     results = [(case, *run_case(case, args.limit)) for case in cases]
 

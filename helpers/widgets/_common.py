@@ -111,21 +111,25 @@ def interactive_figure(
     if not isinstance(height, str) or not CSS_LENGTH.fullmatch(height):
         raise ValueError(f"height must be a CSS length such as '420px', got {height!r}")
 
-    failures: list[Exception] = []
+    failures: list[Exception] = []  # the first drawing's error (ipywidgets only logs it)
 
     def show(**values: object) -> Figure:
         try:
             fig = draw(**values)
         except Exception as error:
-            failures.append(error)  # ipywidgets only logs it; the first drawing re-raises it
+            if not building:  # a later move: ipywidgets logs it, nothing to keep
+                raise
+            failures.append(error)
             raise
         display(Image(data=figure_png(fig), format="png"))  # into the view's Output
         return fig
 
+    building = True
     view = widgets.interactive(show, **controls)
     view.out.layout.min_height = height
     if view.result is None and not failures:  # releases differ on whether the constructor draws
         view.update()
+    building = False
     if failures:
         raise failures[0]
     if not isinstance(view.result, Figure):

@@ -50,6 +50,7 @@ import numbers
 import pkgutil
 import re
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -452,9 +453,8 @@ def run_case(case: Generated) -> tuple[str, str]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        import matplotlib.pyplot as plt
-
-        plt.close("all")
+        if "matplotlib.pyplot" in sys.modules:  # a widget's draw function made a figure
+            sys.modules["matplotlib.pyplot"].close("all")
 
 
 def _short(x: Any) -> str:
