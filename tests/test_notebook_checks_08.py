@@ -4,6 +4,7 @@ for ``run``; the checks compute their answer from the same names)."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -46,9 +47,27 @@ def test_check_2_wants_causal_and_valid(nb):
     assert is_hint(nb["check_2"](mask.T)) and "expected" in nb["check_2"](mask.long())
 
 
-@pytest.mark.parametrize("answer", [torch.tensor(1, device="meta"), torch.tensor(1 + 0j), torch.tensor([1]),
-                                    torch.tensor(True), 1.0, np.True_])
-def test_check_3_refuses_what_is_not_an_int(nb, answer):
+def honest_floor(evaluation, seen: int = 1) -> float:
+    """The lowest loss without the future on the prefix, written out: at position t whose next
+    token t + 1 comes before the copy, ln of the 16 − (t + seen) letters not seen yet, averaged."""
+    logs = [math.log(16 - (t + seen)) for start in evaluation.copy_start.tolist() for t in range(start - 1)]
+    return sum(logs) / len(logs)
+
+
+def test_check_3_wants_the_loss_floor_computed(nb):
+    floor = honest_floor(nb["evaluation"])
+    assert 2.0 < floor < math.log(16)  # above 2 (the solution prints it), below guessing
+    for answer in (floor, np.float32(floor), torch.tensor(floor), torch.tensor(floor, dtype=torch.float64)):
+        assert nb["check_3"](answer).startswith("correct"), answer
+    assert "t + 1 letters" in nb["check_3"](honest_floor(nb["evaluation"], seen=0))  # off by one
+    assert "ln 16" in nb["check_3"](math.log(16))
+    for wrong in (1, 0, -1, floor + 0.01, floor - 0.01):  # 1: the old guessable offset
+        assert is_hint(nb["check_3"](wrong)), wrong
+
+
+@pytest.mark.parametrize("answer", [torch.tensor(2.4, device="meta"), torch.tensor(2.4 + 0j), torch.tensor([2.4]),
+                                    torch.tensor(True), np.True_, "2.4"])
+def test_check_3_refuses_what_is_not_a_number(nb, answer):
     verdict = nb["check_3"](answer)
     assert is_hint(verdict) and "expected" in verdict, verdict
 

@@ -466,6 +466,19 @@ def _08_accuracy(ns: dict, layer: int | None = 2) -> float:
         return induction.copy_accuracy(model(ns["evaluation"].tokens), ns["evaluation"])
 
 
+def _08_floor(ns: dict, seen: int = 1, every: bool = False) -> float:
+    """Exercise 3's yardstick, written out: at position t (predicting token t + 1, which lies
+    before the copy) the next letter is one of the 16 − (t + seen) letters not seen yet, all
+    equally likely; the mean of ln(that count) over those positions of the evaluation batch.
+    ``every``: over every position t ≤ T − 2 with t + 1 < 16 letters seen (a wrong answer)."""
+    ev = ns["evaluation"]
+    logs = []
+    for start in ev.copy_start.tolist():
+        last = ns["task"].seq_len - 2 if every else start - 2  # the last t whose token t + 1 is new
+        logs += [math.log(16 - (t + seen)) for t in range(last + 1) if 16 - (t + seen) > 0]
+    return sum(logs) / len(logs)
+
+
 CAUSAL_3 = torch.ones(5, 5, dtype=torch.bool).tril() & (torch.arange(5) < 3)  # (5, 5): True = takes part
 
 SPECS_08 = [
@@ -484,10 +497,13 @@ SPECS_08 = [
                                 torch.ones(5, 5, dtype=torch.bool).tril() & (torch.arange(5) < 4)],  # off by one
               odd=lambda ns: [*odd_tensors(CAUSAL_3), CAUSAL_3.long(), CAUSAL_3.float(), CAUSAL_3.long().tolist(),
                               CAUSAL_3[:4]]),
-    CheckSpec(NB08, "check_3", wanted=frozenset({"_number"}),  # its accepting a guessable 1: another issue
-              right=lambda ns: as_ints(1),
-              wrong=lambda ns: [-1, 0, 2, 15, -2],
-              odd=lambda ns: odd_ints(1)),
+    CheckSpec(NB08, "check_3", wanted=NAMES_08, namespace=_08_namespace,
+              right=lambda ns: [*as_floats(_08_floor(ns)), _08_floor(ns) + 0.004],
+              wrong=lambda ns: [_08_floor(ns, seen=0),  # t letters seen at position t, not t + 1
+                                math.log(16),  # guessing among all letters
+                                _08_floor(ns, every=True),  # every position, the copy included
+                                _08_floor(ns) + 0.01, 1, -1, 0, 0.0, math.nan],
+              odd=lambda ns: [*odd_numbers(_08_floor(ns)), str(_08_floor(ns))]),
     CheckSpec(NB08, "check_4", wanted=NAMES_08, namespace=_08_namespace,
               right=lambda ns: as_floats(_08_accuracy(ns)),
               wrong=lambda ns: [w for w in (_08_accuracy(ns, 1), _08_accuracy(ns, None), _08_accuracy(ns) + 0.05,
