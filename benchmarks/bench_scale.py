@@ -22,14 +22,14 @@ import torch
 import torch.nn.functional as F
 
 from helpers import DecoderLM, generate, tiled_attention
-from helpers.tiling import peak_bytes
+from helpers.tiling import lengths_that_fit, peak_bytes
 
 from .bench_attention import _SHORT, Case, _agree  # shared with the attention benchmark
 from .common import Col, Config, Table, compare, verdict
 
 __all__ = ["Case", "GenCase", "DEFAULT_CASES", "QUICK_CASES", "CUDA_CASES", "GRAD_LENGTHS",
-           "QUICK_GRAD_LENGTHS", "naive_attention", "bench_tiled", "bench_grad_memory",
-           "bench_kv_cache", "run"]
+           "QUICK_GRAD_LENGTHS", "naive_attention", "cases_that_fit", "bench_tiled",
+           "bench_grad_memory", "bench_kv_cache", "run"]
 
 BLOCK = 128  # tiled_attention's block size here
 TARGET_MEMORY = 0.25  # tiled peak ÷ naive peak, once L ≥ 4·b
@@ -106,6 +106,18 @@ def _accepts(fn: Callable[..., torch.Tensor], q, k, v, causal: bool) -> bool:
 
 def _plan(cfg: Config) -> dict[str, float]:
     return dict(repeats=3, warmup=1) if cfg.quick else dict(repeats=5, warmup=1)
+
+
+def cases_that_fit(cases: tuple[Case, ...], free_bytes: int,
+                   dtypes: tuple[torch.dtype, ...]) -> tuple[tuple[Case, ...], tuple[Case, ...]]:
+    """(kept, dropped): the cases whose naive path and SDPA math backend, which hold (B, H, L, L)
+    matrices, fit in a GPU's ``free_bytes`` in the widest of ``dtypes``, by
+    ``helpers.tiling.lengths_that_fit``'s estimate (CUDA_CASES' L = 8192 needs 16 GiB for the
+    naive path alone in float16: more than a 16 GB T4 has)."""
+    width = max(torch.empty((), dtype=d).element_size() for d in dtypes)
+    kept = tuple(c for c in cases if lengths_that_fit(free_bytes, [c.L], batch=c.B, heads=c.H,
+                                                      head_size=c.D, bytes_per_number=width))
+    return kept, tuple(c for c in cases if c not in kept)
 
 
 # ---------------------------------------------------------------------- tiled attention
@@ -281,6 +293,9 @@ def run(cfg: Config, cases: tuple[Case, ...] | None = None,
         cases = QUICK_CASES if cfg.quick else CUDA_CASES if cfg.device.type == "cuda" else DEFAULT_CASES
     if cfg.max_len is not None:
         cases = tuple(c for c in cases if c.L <= cfg.max_len)
+    dropped: tuple[Case, ...] = ()
+    if cfg.device.type == "cuda":
+        cases, dropped = cases_that_fit(cases, torch.cuda.mem_get_info(cfg.device)[0], cfg.dtypes)
     gen_cases = gen_cases or (QUICK_GEN if cfg.quick else DEFAULT_GEN)
     lengths = QUICK_GRAD_LENGTHS if cfg.quick else GRAD_LENGTHS
     if cfg.max_len is not None:
@@ -289,6 +304,9 @@ def run(cfg: Config, cases: tuple[Case, ...] | None = None,
     with torch.inference_mode():
         for dtype in cfg.dtypes:
             tables.append(bench_tiled(cfg, dtype, cases, echo=echo))
+            if dropped:
+                tables[-1].note("Not run, too large for this GPU's free memory (the naive path's "
+                                "(B, H, L, L) matrices): " + ", ".join(c.label for c in dropped) + ".")
     tables.append(bench_grad_memory(cfg, lengths, echo=echo))  # needs grad: not inference mode
     with torch.inference_mode():
         tables.append(bench_kv_cache(cfg, gen_cases, echo=echo))

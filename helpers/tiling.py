@@ -1,6 +1,7 @@
 """FlashAttention's idea from scratch: the online softmax (在线softmax) and attention computed
-tile by tile (分块), forward and backward, never holding the (Q, K) score matrix; and a meter for
-the bytes a call allocates, to show it.
+tile by tile (分块), forward and backward by recomputation (重计算), never holding the (Q, K)
+score matrix; the traffic to and from a GPU's main memory (HBM) that tiling saves; a meter for
+the bytes a call allocates, to show it; and a rule that sizes a GPU run to its free memory.
 
 Legend: ... any leading (batch, head) dims, Q queries, K key-value pairs, D query/key size,
 V value size, b block size. Mask convention: ``causal=True`` hides every key in a query's
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
@@ -23,12 +24,13 @@ from torch.utils._pytree import tree_flatten
 
 from .checks import (
     as_device, as_usable_device, broadcast_shape, check_bool, check_floating, check_holds_data,
-    check_like, check_positive_int, check_qk_size, check_size,
+    check_int, check_like, check_positive_int, check_qk_size, check_real, check_size,
 )
 
 __all__ = [
     "OnlineSoftmax", "online_softmax_start", "online_softmax_update", "online_softmax_result",
-    "SKIPPED", "PARTIAL", "FULL", "tile_kinds", "tile_flops", "tiled_attention", "peak_bytes",
+    "SKIPPED", "PARTIAL", "FULL", "tile_kinds", "tile_flops", "hbm_accesses", "tiled_attention",
+    "peak_bytes", "lengths_that_fit",
 ]
 
 SKIPPED, PARTIAL, FULL = 0, 1, 2  # tile kinds: every key hidden / some hidden / none hidden
@@ -208,6 +210,32 @@ def tile_flops(
     sizes = (q_last - q_first + 1)[:, None] * (k_last - k_first + 1)[None, :]  # (⌈Q/b⌉, ⌈K/b⌉)
     per_entry = 2 * (qk_size + value_size)
     return int(sizes[kinds != SKIPPED].sum()) * per_entry, int(sizes.sum()) * per_entry
+
+
+def hbm_accesses(
+    num_queries: int, num_keys: int, block_size: int, qk_size: int, value_size: int, *,
+    causal: bool = False,
+) -> tuple[int, int]:
+    """(standard, tiled): how many numbers attention reads from or writes to a GPU's main
+    memory (HBM), the quantity FlashAttention's tiling reduces (Dao et al. 2022, Theorem 2).
+
+    standard (the paper's Algorithm 0): read Q and K, write the scores S, read S back, write
+    the weights P, read P back and V, write O: Q·D + K·D + 4·Q·K + K·V + Q·V, Θ(Ld + L²) for
+    Q = K = L (causal or not: the mask is applied while S is read for the softmax).
+    tiled (FlashAttention-2's loop order, a query block held on chip): read each query block
+    once and write its output once, and read the key and value block of every tile computed
+    (skipped tiles read nothing): Q·D + Q·V + Σ over computed tiles bk·(D + V). With M numbers
+    of on-chip memory, blocks of b ≈ M / (4·D) rows and Q = K = L this is Θ(L²·D² / M).
+    The log-sum-exp a training forward also writes (one number per query) is not counted."""
+    qk_size = check_positive_int("qk_size", qk_size)
+    value_size = check_positive_int("value_size", value_size)
+    kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal)  # (⌈Q/b⌉, ⌈K/b⌉)
+    Q, K = int(num_queries), int(num_keys)
+    standard = Q * qk_size + K * qk_size + 4 * Q * K + K * value_size + Q * value_size
+    k_first, k_last = _block_bounds(K, int(block_size))
+    widths = (k_last - k_first + 1)[None, :].expand(kinds.shape)  # (⌈Q/b⌉, ⌈K/b⌉): bk
+    tiled = Q * (qk_size + value_size) + int(widths[kinds != SKIPPED].sum()) * (qk_size + value_size)
+    return standard, tiled
 
 
 def _tile_visible(q0: int, q1: int, k0: int, k1: int, offset: int,
@@ -442,3 +470,37 @@ def peak_bytes(fn: Callable[[], object], device: torch.device | str = "cpu") -> 
         result = fn()
         del result
     return meter.peak
+
+
+# ------------------------------------------------------------ sizing a run to a GPU's memory
+def lengths_that_fit(
+    free_bytes: int, lengths: Sequence[int], *, batch: int, heads: int, head_size: int,
+    bytes_per_number: int, share: float = 0.8,
+) -> tuple[int, ...]:
+    """The lengths L of ``lengths`` (in their order) at which attention that builds (L, L)
+    matrices fits in ``share`` of ``free_bytes`` (e.g. the first number of
+    ``torch.cuda.mem_get_info()``): estimated peak ≤ share · free_bytes, with
+
+        peak = 4 · B·H·L²·bytes  +  16 · B·H·L·d·bytes
+
+    four (B, H, L, L) matrices (the naive path holds the scores and the weights at once; SDPA's
+    math backend the scores, the weights, a mask of fully masked rows and the weights again)
+    and sixteen (B, H, L, d) tensors' worth (q, k, v, and up to five outputs kept in float32 for
+    comparison). A pure function of the
+    figures given: no GPU needed. ``lengths``: a list or tuple of positive ints; ``share`` in
+    (0, 1]. An estimate, not a guarantee: run what remains under ``torch.cuda.OutOfMemoryError``.
+    """
+    free_bytes = check_int("free_bytes", free_bytes, 0)
+    if not isinstance(lengths, (list, tuple)) or not all(
+            isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1 for n in lengths):
+        raise ValueError(f"lengths must be a list or tuple of positive ints, got {lengths!r}")
+    batch, heads = check_positive_int("batch", batch), check_positive_int("heads", heads)
+    head_size = check_positive_int("head_size", head_size)
+    bytes_per_number = check_positive_int("bytes_per_number", bytes_per_number)
+    share = check_real("share", share, above=0.0)
+    if share > 1:
+        raise ValueError(f"share must be a finite number in (0, 1], got {share!r}")
+    rows = batch * heads  # (B, H)
+    return tuple(int(L) for L in lengths
+                 if (4 * rows * int(L) ** 2 + 16 * rows * int(L) * head_size) * bytes_per_number
+                 <= share * free_bytes)

@@ -95,3 +95,16 @@ def test_scale_section_is_registered_and_runs_quick(capsys):
     assert "## tiled_attention vs SDPA vs naive" in printed
     assert "## peak memory with grad" in printed
     assert "## generate with and without the KV cache" in printed
+
+
+def test_cuda_cases_are_sized_to_the_gpus_free_memory():
+    # CUDA_CASES' L = 8192 (B = 4, H = 16) needs 16 GiB for the naive path alone in float16
+    t4, h100, tiny = int(14.5 * 2**30), 79 * 2**30, 2**30
+    kept, dropped = bench_scale.cases_that_fit(bench_scale.CUDA_CASES, t4, (torch.float16,))
+    assert [c.L for c in kept] == [1024, 4096] and [c.L for c in dropped] == [8192]
+    assert bench_scale.cases_that_fit(bench_scale.CUDA_CASES, h100, (torch.float16,))[1] == ()
+    # float32 is twice as wide: on a T4 only L = 1024 stays
+    kept, _ = bench_scale.cases_that_fit(bench_scale.CUDA_CASES, t4, (torch.float16, torch.float32))
+    assert [c.L for c in kept] == [1024]
+    assert bench_scale.cases_that_fit(bench_scale.CUDA_CASES, tiny, (torch.float16,))[0] == (
+        bench_scale.Case(4, 16, 1024, 64),)

@@ -1,7 +1,8 @@
 """Notebook 09's exercise checks, taken from the stored notebook and called with right and
 wrong answers (no kernel). Check 1 must try the rows the exercise warns about (a part, or both
 parts, with no visible key) and take a merge in any floating dtype without crashing; checks 2
-and 3 take an integer of any integer type (not a bool, not a float)."""
+and 3 take an integer of any integer type (not a bool, not a float). Section 5's timing loop runs its
+GPU branch's failure paths on the CPU: a path out of memory, a backend refused, a wrong path."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from helpers import tiling
 from tests.notebook_code import notebook_namespace
@@ -148,3 +150,50 @@ def test_checks_say_not_answered_for_none(nb):
 def test_the_notebooks_own_solution_is_still_correct():
     nb = notebook_namespace(NOTEBOOK, {"_online", "check_1", "solution_1"})
     assert nb["check_1"](nb["solution_1"]) == "correct"
+
+
+# ------------------------------------------- section 5: the timing loop, its GPU branch on CPU
+@pytest.fixture(scope="module")
+def timing():
+    return notebook_namespace(NOTEBOOK, {"time_paths", "median_seconds", "seconds", "naive_attention"},
+                              {"device": torch.device("cpu")})
+
+
+def out_of_memory_from(length):
+    """A path that runs like SDPA until ``length``, then raises what CUDA raises when full."""
+    def attend(q, k, v):
+        if q.shape[-2] >= length:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB")
+        return F.scaled_dot_product_attention(q, k, v)
+    return attend
+
+
+def make_inputs(L):
+    g = torch.Generator().manual_seed(L)
+    return [torch.randn(1, 2, L, 8, generator=g) for _ in range(3)]
+
+
+def test_timing_loop_leaves_a_path_that_runs_out_of_memory_blank_and_goes_on(timing):
+    # what a T4 does at L = 8192 with the naive path: the figure gets NaN there, not a crash
+    def refused(q, k, v):
+        raise RuntimeError("No available kernel. Aborting execution.")  # a backend this GPU lacks
+
+    timed = {"naive": out_of_memory_from(40), "SDPA": F.scaled_dot_product_attention,
+             "refused": refused}
+    times, agree = timing["time_paths"](timed, [16, 40, 64], make_inputs, atol=1e-5)
+    assert agree  # at 40 and 64 the reference is SDPA, the first path that ran
+    assert [math.isnan(t) for t in times["naive"]] == [False, True, True]
+    assert all(t > 0 for t in times["SDPA"]) and all(math.isnan(t) for t in times["refused"])
+
+
+def test_timing_loop_notices_a_path_that_disagrees(timing):
+    timed = {"naive": timing["naive_attention"],
+             "wrong": lambda q, k, v: timing["naive_attention"](q, k, v) + 1e-3}
+    assert not timing["time_paths"](timed, [16], make_inputs, atol=1e-5)[1]
+    timed = {"naive": timing["naive_attention"], "SDPA": F.scaled_dot_product_attention}
+    assert timing["time_paths"](timed, [16, 33], make_inputs, atol=1e-5)[1]
+
+
+def test_timing_loop_with_every_path_out_of_memory_reports_no_disagreement(timing):
+    times, agree = timing["time_paths"]({"naive": out_of_memory_from(1)}, [8], make_inputs, atol=1e-5)
+    assert agree and math.isnan(times["naive"][0])

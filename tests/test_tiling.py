@@ -14,8 +14,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import helpers
 from helpers import tiled_attention
 from helpers.tiling import (
-    FULL, PARTIAL, SKIPPED, online_softmax_result, online_softmax_start, online_softmax_update,
-    peak_bytes, tile_flops, tile_kinds,
+    FULL, PARTIAL, SKIPPED, hbm_accesses, lengths_that_fit, online_softmax_result,
+    online_softmax_start, online_softmax_update, peak_bytes, tile_flops, tile_kinds,
 )
 from tests.conftest import FLOAT_DTYPES
 
@@ -308,6 +308,87 @@ def test_square_causal_tiles_skip_almost_half_the_work():
     computed, total = tile_flops(4096, 4096, 64, 64, 64, causal=True)
     blocks = 4096 // 64
     assert computed / total == pytest.approx((blocks * (blocks + 1) / 2) / blocks**2)
+
+
+# ------------------------------------------------------------------ traffic to and from HBM
+def traffic_of_the_loops(Q, K, b, D, V, causal):
+    """Numbers read and written by FlashAttention-2's loops, counted by running them: per query
+    block, load Q_i once, load K_j and V_j for every key block it sees, store O_i once."""
+    visible = lower_right(Q, K) if causal else torch.ones(Q, K, dtype=torch.bool)
+    moved = 0
+    for q0 in range(0, Q, b):
+        rows = min(b, Q - q0)
+        moved += rows * D  # load Q_i
+        for k0 in range(0, K, b):
+            if visible[q0:q0 + b, k0:k0 + b].any():  # a tile with a visible key is computed
+                moved += min(b, K - k0) * (D + V)  # load K_j, V_j
+        moved += rows * V  # store O_i
+    return moved
+
+
+@pytest.mark.parametrize("Q, K, b", [(12, 12, 4), (100, 100, 16), (10, 30, 7), (30, 10, 7), (5, 5, 9)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_hbm_accesses_count_what_the_loops_and_standard_attention_move(Q, K, b, causal):
+    D, V = 8, 5
+    standard, tiled = hbm_accesses(Q, K, b, D, V, causal=causal)
+    # the paper's Algorithm 0: read Q, K; write S; read S; write P; read P and V; write O
+    assert standard == Q * D + K * D + Q * K + Q * K + Q * K + Q * K + K * V + Q * V
+    assert tiled == traffic_of_the_loops(Q, K, b, D, V, causal)
+    assert all(isinstance(n, int) for n in (standard, tiled))
+
+
+def test_hbm_accesses_match_the_io_bound_and_the_notebooks_numbers():
+    L, d = 100, 64  # the tile map's attention in notebook 09
+    for b in (4, 8, 12, 16, 24, 32, 48, 64):
+        standard, tiled = hbm_accesses(L, L, b, d, d)
+        assert standard == 4 * L * d + 4 * L * L
+        assert tiled == 2 * L * d + math.ceil(L / b) * 2 * L * d
+        assert (tiled < standard) == (b >= 32)  # "from blocks of 32 on ..."
+        assert (hbm_accesses(L, L, b, d, d, causal=True)[1] < standard) == (b >= 24)  # "(24 causal)"
+    standard, tiled = hbm_accesses(4096, 4096, 128, 128, 128, causal=True)
+    assert tiled / standard == pytest.approx(0.27, abs=0.005)  # "about a quarter"
+    # Theorem 2's Θ(L² d² / M): with M = 4·b·d numbers of SRAM, the K/V reads are 8 L² d² / M
+    L, d, M = 4096, 64, 4 * 128 * 64
+    assert hbm_accesses(L, L, M // (4 * d), d, d)[1] == 2 * L * d + 8 * L * L * d * d // M
+
+
+# T4 (16 GB, of which Colab shows about 14.5 GiB free), H100 (80 GB), a small GPU (2 GiB)
+@pytest.mark.parametrize("free_gib, fits", [(14.5, (1024, 2048, 4096)), (79.0, (1024, 2048, 4096, 8192)),
+                                            (2.0, (1024,)), (0.1, ())])
+def test_lengths_that_fit_size_notebook_09s_gpu_run(free_gib, fits):
+    # notebook 09's GPU branch: B = 4, H = 16, d = 64, float16
+    got = lengths_that_fit(int(free_gib * 2**30), [1024, 2048, 4096, 8192], batch=4, heads=16,
+                           head_size=64, bytes_per_number=2)
+    assert got == fits
+    # the naive path alone needs two (B, H, L, L) float16 matrices: 16 GiB at L = 8192, more than
+    # a T4 has; the estimate (four of them, and the (B, H, L, d) tensors) keeps L = 8192 off it
+    assert 2 * 4 * 16 * 8192**2 * 2 == 16 * 2**30
+
+
+def test_lengths_that_fit_is_the_estimate_written_out():
+    B, H, d, nbytes = 2, 3, 16, 4
+    peak = lambda L: (4 * B * H * L * L + 16 * B * H * L * d) * nbytes  # noqa: E731
+    lengths = [10, 300, 50, 1000, 7]
+    for free in (0, peak(50), peak(50) - 1, peak(300) / 0.8, 10**12):
+        got = lengths_that_fit(int(free), lengths, batch=B, heads=H, head_size=d, bytes_per_number=nbytes)
+        assert got == tuple(L for L in lengths if peak(L) <= 0.8 * int(free))  # in the given order
+    assert lengths_that_fit(peak(300), (300,), batch=B, heads=H, head_size=d, bytes_per_number=nbytes,
+                            share=1.0) == (300,)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(free_bytes=-1), r"free_bytes must be an int >= 0, got -1"),
+    (dict(free_bytes=1.5e9), r"free_bytes must be an int >= 0, got 1500000000.0"),
+    (dict(lengths=1024), r"lengths must be a list or tuple of positive ints, got 1024"),
+    (dict(lengths=[1024, 0]), r"lengths must be a list or tuple of positive ints, got \[1024, 0\]"),
+    (dict(batch=0), r"batch must be a positive int, got 0"),
+    (dict(share=0.0), r"share must be a finite number > 0.0, got 0.0"),
+    (dict(share=1.5), r"share must be a finite number in \(0, 1\], got 1.5"),
+])
+def test_lengths_that_fit_rejects_bad_input(bad, message):
+    args = dict(free_bytes=2**30, lengths=[1024], batch=1, heads=1, head_size=64, bytes_per_number=2) | bad
+    with pytest.raises(ValueError, match=message):
+        lengths_that_fit(**args)
 
 
 @pytest.mark.parametrize("bad", [dict(num_queries=0), dict(num_keys=-2), dict(block_size=0)])

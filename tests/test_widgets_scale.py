@@ -10,6 +10,7 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
@@ -197,9 +198,24 @@ def test_gqa_view_shows_the_groups_and_the_cache_formula(kv_heads):
     xs, ys = current.get_data()
     np.testing.assert_allclose(ys, np.asarray(xs) * per_token / 2**30)
     assert lines.get_title().startswith(f"2·32·{kv_heads}·128·2 B = {per_token // 1024} KiB a token")
-    assert f"({100 - 100 * kv_heads // 32}% saved)" in lines.get_title()
+    assert f"\n({100 - 100 * kv_heads // 32}% saved against multi-head)" in lines.get_title()
     assert lines.get_ylim() == pytest.approx((5e-3, 300))  # fixed scale
     assert scale.cache_bytes_per_token(32, kv_heads, 128, 2) == per_token
+
+
+@pytest.mark.parametrize("kv_heads", scale.KV_HEAD_CHOICES)
+def test_gqa_titles_stay_inside_the_figure(kv_heads):
+    # the right-hand title once ran past the figure's right edge (clipped) for every G
+    fig = scale.draw_gqa(kv_heads)
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    width, height = fig.bbox.width, fig.bbox.height
+    for ax in fig.axes:
+        box = ax.title.get_window_extent(renderer)
+        assert ax.get_title() and 0 <= box.x0 and box.x1 <= width and box.y1 <= height, (
+            ax.get_title(), box)
+        assert box.y0 >= ax.bbox.y1  # above its axes, not over them
 
 
 def test_gqa_names_the_two_ends_and_rejects_other_head_counts():

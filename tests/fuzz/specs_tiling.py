@@ -6,12 +6,13 @@ gradients by autograd, the online-softmax recurrence, a count of the visible ent
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import torch
 
 from helpers import tiling
-from tests.fuzz import GENERIC, Case, Spec, T
+from tests.fuzz import GENERIC, Case, Real, Spec, T
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -131,6 +132,32 @@ def _flops_check(out, kw) -> bool:
     computed = sum(t.numel() for t in (seen[q0:q0 + b, k0:k0 + b] for q0 in range(0, Q, b)
                                        for k0 in range(0, K, b)) if t.any()) * per
     return out == (computed, Q * K * per) and all(type(x) is int for x in out)
+
+
+def _hbm_check(out, kw) -> bool:
+    """Standard: the paper's Algorithm 0 (read Q, K; write and read S; write and read P; read V;
+    write O). Tiled: Q read and O written once, K and V blocks read per tile with a visible key."""
+    Q, K, b = int(kw["num_queries"]), int(kw["num_keys"]), int(kw["block_size"])
+    D, V = int(kw["qk_size"]), int(kw["value_size"])
+    seen = _visible(Q, K, bool(kw.get("causal", False)))
+    reads = sum(min(b, K - k0) for q0 in range(0, Q, b) for k0 in range(0, K, b)
+                if seen[q0:q0 + b, k0:k0 + b].any())
+    expected = (Q * D + K * D + 4 * Q * K + K * V + Q * V, Q * (D + V) + reads * (D + V))
+    return out == expected and all(type(x) is int for x in out)
+
+
+def _lengths_ok(v: object) -> bool:
+    return isinstance(v, (list, tuple)) and all(
+        isinstance(n, numbers.Integral) and not isinstance(n, (bool, np.bool_)) and n >= 1 for n in v)
+
+
+def _fit_check(out, kw) -> bool:
+    """Each length whose estimated peak, (4·B·H·L² + 16·B·H·L·d)·bytes, is ≤ share · free."""
+    B, H, d, nbytes = (int(kw[n]) for n in ("batch", "heads", "head_size", "bytes_per_number"))
+    budget = float(kw.get("share", 0.8)) * int(kw["free_bytes"])
+    expected = tuple(int(L) for L in kw["lengths"]
+                     if (4 * B * H * int(L) ** 2 + 16 * B * H * int(L) * d) * nbytes <= budget)
+    return out == expected and all(type(L) is int for L in out)
 
 
 # ------------------------------------------------------------------------ tiled attention
@@ -298,6 +325,33 @@ SPECS: list[Spec] = [
                Case("square", _set(num_queries=12, num_keys=12, block_size=4), _flops_check),
                Case("Q<K", _set(num_queries=4, num_keys=11), _flops_check),
                Case("numpy-sizes", _set(qk_size=np.int64(8), value_size=np.int64(2)), _flops_check)]),
+    Spec("helpers.tiling.hbm_accesses", call=tiling.hbm_accesses,
+         good=lambda: dict(num_queries=10, num_keys=7, block_size=3, qk_size=4, value_size=5,
+                           causal=True),
+         rules={"num_queries": "size", "num_keys": "size", "block_size": "size", "qk_size": "size",
+                "value_size": "size", "causal": "flag"},
+         check=_hbm_check,
+         edge=[Case("not-causal", _set(causal=False), _hbm_check),
+               Case("square", _set(num_queries=12, num_keys=12, block_size=4), _hbm_check),
+               Case("Q<K", _set(num_queries=4, num_keys=11), _hbm_check),
+               Case("block>Q,K", _set(block_size=50), _hbm_check),
+               Case("numpy-sizes", _set(qk_size=np.int64(8), value_size=np.int64(2)), _hbm_check)]),
+    Spec("helpers.tiling.lengths_that_fit", call=tiling.lengths_that_fit,
+         good=lambda: dict(free_bytes=15 * 2**30, lengths=[1024, 2048, 4096, 8192], batch=4,
+                           heads=16, head_size=64, bytes_per_number=2, share=0.8),
+         rules={"free_bytes": "count", "lengths": _lengths_ok, "batch": "size", "heads": "size",
+                "head_size": "size", "bytes_per_number": "size",
+                "share": Real(0.0, 1.0, lo_open=True)},
+         check=_fit_check,
+         bad=[Case("lengths-with-0", _set(lengths=[1024, 0]), r"^lengths must be a list or tuple"),
+              Case("lengths-with-bool", _set(lengths=[True]), r"^lengths must be a list or tuple"),
+              Case("lengths-a-range", _set(lengths=range(1, 3)), r"^lengths must be a list or tuple")],
+         edge=[Case("h100", _set(free_bytes=79 * 2**30), _fit_check),
+               Case("tiny-gpu", _set(free_bytes=2 * 2**30), _fit_check),
+               Case("nothing-free", _set(free_bytes=0), lambda out, kw: out == ()),
+               Case("no-lengths", _set(lengths=()), lambda out, kw: out == ()),
+               Case("numpy-lengths", _set(lengths=(np.int64(1024), np.int32(2048))), _fit_check),
+               Case("share=int-1", _set(share=1), _fit_check)]),
     Spec("helpers.tiling.tiled_attention", call=_attend_with_grad,
          good=lambda: dict(queries=rand(2, 5, 4, seed=1), keys=rand(2, 7, 4, seed=2),
                            values=rand(2, 7, 3, seed=3), block_size=3, causal=False),
