@@ -5,6 +5,7 @@ Pair i turns by the angle p·θ_i at position p, with θ_i = base^(−2i/D): aft
 position m and k at position n, q·k depends on the offset m − n only (相对位置).
 Two layouts pair the features differently: half-split (i, i + D/2), as in the GPT-NeoX and
 LLaMA code, and interleaved (2i, 2i + 1), as in the RoFormer paper.
+``decay_bound`` is RoFormer's long-term decay (长程衰减) of the bound on a score with the distance.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 
 from .checks import check_bool, check_floating, check_holds_data, check_real
 
-__all__ = ["apply_rotary", "rotary_angles"]
+__all__ = ["apply_rotary", "rotary_angles", "decay_bound"]
 
 
 def rotary_angles(
@@ -84,3 +85,26 @@ def apply_rotary(
         x1, x2 = xw[..., : D // 2], xw[..., D // 2:]  # the pairs (i, i + D/2)
         out = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (..., T, D)
     return out.to(x.dtype)
+
+
+def decay_bound(
+    distances: torch.Tensor, size: int, *, base: float = 10000.0,
+) -> torch.Tensor:
+    """RoFormer's long-term decay (Su et al. 2021, section 3.4.3): (1/(D/2)) Σ_j |S_j| for each
+    relative distance δ = m − n of ``distances`` (T,) (real numbers), (T,) float64.
+
+    In complex form a RoPE score is Re Σ_i h_i e^(iδθ_i), with h_i the product of pair i of the
+    query and the conjugate of pair i of the key. With S_j = Σ_(k<j) e^(iδθ_k) (partial sums,
+    j = 1 … D/2) and h_(D/2) = 0, summation by parts bounds its modulus by
+    (max_i |h_(i+1) − h_i|) · Σ_j |S_j|; this returns the content-free factor divided by D/2.
+    At δ = 0 every |S_j| = j, so it is (D/2 + 1)/2; it shrinks, with ripples, as |δ| grows. ``size`` D even ≥ 2, ``base`` > 1.
+    """
+    if not isinstance(distances, torch.Tensor) or distances.dim() != 1:
+        got = tuple(distances.shape) if isinstance(distances, torch.Tensor) else type(distances).__name__
+        raise ValueError(f"distances must be a tensor of shape (T,), got {got}")
+    if distances.is_complex() or distances.dtype == torch.bool:
+        raise ValueError(f"distances must hold real numbers, got dtype {distances.dtype}")
+    check_holds_data("distances", distances)
+    angles = rotary_angles(distances, size, base=base)  # (T, D/2): δ·θ_k
+    S_re, S_im = angles.cos().cumsum(dim=-1), angles.sin().cumsum(dim=-1)  # (T, D/2): S_1 … S_(D/2)
+    return torch.hypot(S_re, S_im).mean(dim=-1)  # (T,)

@@ -286,3 +286,27 @@ def test_causal_with_zero_keys_gives_zeros_like_without(need_weights):
     out = mha(q, kv, kv, causal=True, need_weights=need_weights)
     torch.testing.assert_close(out, mha(q, kv, kv, need_weights=need_weights))
     torch.testing.assert_close(out, torch.zeros(1, 3, 8))  # no bias: every head's output is 0
+
+
+def test_rotary_keys_are_rotated_once_before_they_are_cached():
+    """Token by token with a KVCache: the cache holds each key rotated at its own position (not
+    raw keys, not keys rotated again at later steps), and every step's output is the full causal
+    pass's row. Rotating the cached keys all at the current position instead loses the positions."""
+    from helpers import KVCache, apply_rotary
+
+    torch.manual_seed(9)
+    mha = MultiHeadAttention(8, 2, rotary=True).double().eval()
+    X = torch.randn(2, 6, 8, dtype=torch.float64)
+    full = mha(X, X, X, causal=True)  # (B, T, N)
+    cache = KVCache()
+    steps = [mha(X[:, t:t + 1], X[:, t:t + 1], X[:, t:t + 1], causal=True, cache=cache) for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full)
+    raw = transpose_qkv(X @ mha.W_k.weight.T, 2)  # (B, H, T, N/H): the keys before RoPE
+    torch.testing.assert_close(cache.keys, apply_rotary(raw, torch.arange(6)))
+    assert not torch.allclose(cache.keys, raw)
+    # the wrong way, by hand: rotate every cached raw key at the last query's position 5
+    q = apply_rotary(transpose_qkv(X[:, 5:] @ mha.W_q.weight.T, 2), torch.tensor([5]))  # (B, H, 1, N/H)
+    v = transpose_qkv(X @ mha.W_v.weight.T, 2)
+    wrong = ((q @ apply_rotary(raw, torch.full((6,), 5)).transpose(-2, -1) / 2.0).softmax(-1) @ v)
+    wrong = transpose_output(wrong) @ mha.W_o.weight.T  # (B, 1, N)
+    assert (wrong - full[:, 5:]).abs().max() > 1e-3

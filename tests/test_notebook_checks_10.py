@@ -102,20 +102,40 @@ def test_check_3_explains_wrong_types(nb, answer):
 
 
 # ------------------------------------------------------------------ exercise 4: order-free guess
-def test_check_4_accepts_the_exact_probability(nb):
-    # by enumeration of all 1000 triples: right with probability (largest count) / 3
-    exact = sum(max(a.count(v) for v in a) / 3 for a in
-                ([x, y, z] for x in range(10) for y in range(10) for z in range(10))) / 1000
-    for answer in (exact, 0.43, np.float64(0.43), torch.tensor(0.43, dtype=torch.float64)):
+def order_free_by_enumeration(V: int) -> float:
+    """Every triple of V tokens, equally likely: the most frequent one is right (its count)/3."""
+    triples = [(x, y, z) for x in range(V) for y in range(V) for z in range(V)]
+    return sum(max(t.count(v) for v in t) / 3 for t in triples) / V**3
+
+
+def test_check_4_accepts_the_exact_probability_for_every_vocabulary(nb):
+    assert order_free_by_enumeration(10) == pytest.approx(0.43)  # the value the notebook prints
+    closed_form = lambda V: (V * V + 3 * V - 1) / (3 * V * V)
+    for V in (1, 2, 3, 7, 10, 26):
+        assert closed_form(V) == pytest.approx(order_free_by_enumeration(V), rel=1e-12)
+    for answer in (closed_form, lambda V: np.float64(closed_form(V)), lambda V: torch.tensor(closed_form(V), dtype=torch.float64),
+                   lambda V: (V - 1) * (V - 2) / (3 * V * V) + 2 * (V - 1) / V**2 + 1 / V**2):
         assert nb["check_4"](answer) == "correct"
-    for wrong in (0.44, 0.1, 1 / 3, 0.3):
-        assert is_hint(nb["check_4"](wrong))
 
 
-@pytest.mark.parametrize("answer", WRONGLY_TYPED + [True, torch.tensor([0.43, 0.2])])
+@pytest.mark.parametrize("wrong", [
+    lambda V: 0.43,  # read off the figure: right for V = 10 only
+    lambda V: 1 / 3,  # ties forgotten
+    lambda V: (V - 1) * (V - 2) / (3 * V * V) + (V - 1) / V**2 + 1 / V**2,  # a pair right 1/3 of the time
+    lambda V: (V - 1) * (V - 2) / (3 * V * V) + 2 * (V - 1) / V**2,  # all three equal forgotten
+    lambda V: 1 / V,  # chance
+    lambda V: (V * V + 3 * V - 1) / (3 * V * V) + 1e-4,
+])
+def test_check_4_rejects_wrong_reasoning(nb, wrong):
+    assert is_hint(nb["check_4"](wrong))
+
+
+@pytest.mark.parametrize("answer", WRONGLY_TYPED + [0.43, True, torch.tensor([0.43, 0.2]),
+                                                    lambda: 0.43, lambda V: "0.43", lambda V: [0.43],
+                                                    lambda V: 0.43j, lambda V: 1 / (V - 1)])
 def test_check_4_explains_wrong_types(nb, answer):
     verdict = nb["check_4"](answer)
-    assert is_hint(verdict) and "expected" in verdict
+    assert is_hint(verdict) and ("expected" in verdict or "raised" in verdict), verdict
 
 
 def test_the_notebook_constants_are_what_the_checks_assume(nb):

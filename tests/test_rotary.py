@@ -126,3 +126,65 @@ def test_rotary_angles_bad_input(kwargs, match):
 
     with pytest.raises(ValueError, match=match):
         rotary_angles(**kwargs)
+
+
+# ---------------------------------------------------------------- RoFormer's long-term decay
+def decay_by_hand(delta: float, D: int, base: float) -> float:
+    """(1/(D/2)) Σ_(j=1…D/2) |S_j|, S_j = Σ_(k<j) e^(iδθ_k), with Python's complex numbers."""
+    S, total = 0j, 0.0
+    for k in range(D // 2):
+        S += complex(math.cos(delta * base ** (-2 * k / D)), math.sin(delta * base ** (-2 * k / D)))
+        total += abs(S)
+    return total / (D // 2)
+
+
+@pytest.mark.parametrize("D, base", [(2, 10000.0), (8, 10000.0), (128, 10000.0), (128, 5e5), (6, 10.0)])
+def test_decay_bound_is_the_mean_modulus_of_the_partial_sums(D, base):
+    from helpers.rotary import decay_bound
+
+    distances = torch.tensor([0.0, 1.0, 2.5, 17.0, 300.0, 4096.0, -17.0])
+    got = decay_bound(distances, D, base=base)
+    assert got.dtype == torch.float64 and got.shape == (7,)
+    torch.testing.assert_close(got, torch.tensor([decay_by_hand(d, D, base) for d in distances.tolist()],
+                                                 dtype=torch.float64))
+    assert got[0].item() == pytest.approx((D // 2 + 1) / 2)  # |S_j| = j at δ = 0
+    assert got[3].item() == pytest.approx(got[6].item())  # e^(−iδθ) is the conjugate: same moduli
+
+
+def test_decay_bound_bounds_every_rope_score_and_decays():
+    """|q̃_mᵀ k̃_n| ≤ (max_i |h_(i+1) − h_i|) · Σ_j |S_j| for random q, k, with h_(D/2) = 0 and
+    h_i = (q_2i + i q_2i+1) · conj(k_2i + i k_2i+1) (interleaved pairs as complex numbers)."""
+    from helpers.rotary import decay_bound
+
+    g = torch.Generator().manual_seed(0)
+    D = 16
+    distances = torch.arange(0, 200)
+    bound = decay_bound(distances.double(), D) * (D // 2)  # (T,): Σ_j |S_j|
+    for _ in range(20):
+        q, k = torch.randn(D, dtype=torch.float64, generator=g), torch.randn(D, dtype=torch.float64, generator=g)
+        hq, hk = torch.complex(q[0::2], q[1::2]), torch.complex(k[0::2], k[1::2])
+        h = torch.cat([hq * hk.conj(), torch.zeros(1, dtype=torch.complex128)])  # (D/2 + 1,)
+        largest_step = (h[1:] - h[:-1]).abs().max()
+        for delta in (0, 1, 5, 60, 199):  # query at m = delta, key at n = 0
+            score = apply_rotary(q[None], torch.tensor([delta]), interleaved=True)[0] @ k
+            assert abs(score) <= largest_step * bound[delta] + 1e-12
+    D = 128  # RoFormer's figure 2: d = 128, base 10 000; the bound shrinks with the distance
+    far = decay_bound(torch.tensor([0.0, 10.0, 100.0, 1000.0]), D)
+    assert far[0] > far[1] > far[2] > far[3]
+    slow = decay_bound(torch.tensor([1000.0]), D, base=5e5)  # a larger base: it shrinks more slowly
+    assert slow > far[3]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(distances=torch.arange(3.0), size=5), r"size must be an even int >= 2, got 5"),
+    (dict(distances=torch.arange(3.0), size=4, base=0.5), r"base must be a finite number > 1.0"),
+    (dict(distances=[0.0, 1.0], size=4), r"distances must be a tensor of shape \(T,\), got list"),
+    (dict(distances=torch.zeros(2, 3), size=4), r"distances must be a tensor of shape \(T,\), got \(2, 3\)"),
+    (dict(distances=torch.ones(3, dtype=torch.bool), size=4), r"distances must hold real numbers"),
+    (dict(distances=torch.ones(3, device="meta"), size=4), r"distances"),
+])
+def test_decay_bound_bad_input(kwargs, match):
+    from helpers.rotary import decay_bound
+
+    with pytest.raises(ValueError, match=match):
+        decay_bound(**kwargs)

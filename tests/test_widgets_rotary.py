@@ -9,6 +9,7 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from helpers.widgets import rotary
@@ -256,3 +257,28 @@ def test_bad_input_is_refused_clearly(call, match):
         return
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("base", [10.0, 1e6])  # the slider's ends: labels once sat on the dots
+def test_length_labels_sit_beside_the_axes_apart_from_every_dot_and_inside_the_figure(base):
+    fig = rotary.draw_frequencies(base)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # the layout as shown
+    renderer = canvas.get_renderer()
+    ax = fig.axes[1]
+    labels = [t for t in ax.texts if "length" in t.get_text()]
+    assert [t.get_text() for t in labels] == ["training\nlength 16", "longest\ntest length 128"]
+    dots = ax.transData.transform(np.asarray(ax.collections[0].get_offsets()))  # (D/2, 2) pixels
+    radius = math.sqrt(ax.collections[0].get_sizes()[0]) / 2 * fig.dpi / 72  # s is in points²
+    axes_box, figure_box = ax.get_window_extent(renderer), fig.bbox
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    for box in boxes:
+        assert box.x0 > axes_box.x1  # right of the plotting area, where no dot is ever drawn
+        assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1 and box.y0 >= figure_box.y0
+        for x, y in dots:
+            assert not (box.x0 - radius <= x <= box.x1 + radius and box.y0 - radius <= y <= box.y1 + radius)
+    assert not boxes[0].overlaps(boxes[1])
+    for text, length in zip(labels, (16, 128)):  # each label at its own line
+        y = ax.transData.transform((0, length))[1]
+        box = text.get_window_extent(renderer)
+        assert min(abs(box.y0 - y), abs(box.y1 - y)) < 2

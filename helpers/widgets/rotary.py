@@ -233,11 +233,13 @@ def _layout_frequencies(fig: Figure, size: int, num_positions: int, train_length
     ax_angles.legend(loc="upper right", ncols=len(pairs), fontsize="small", handlelength=1.0,
                      columnspacing=0.8)
     ax_waves.scatter(pairs, np.ones(len(pairs)), c=colors, s=40, zorder=3)
-    for length, text, style in ((train_length, "training length", "--"),
-                                (num_positions, "longest test length", ":")):
+    for length, text, style, side in ((train_length, "training\nlength", "--", "top"),
+                                      (num_positions, "longest\ntest length", ":", "bottom")):
         ax_waves.axhline(length, color="black", linestyle=style, linewidth=1)
-        ax_waves.text(pairs[-1], length * 1.4, f"{text} {length}", ha="right", va="bottom",
-                      fontsize="small")  # labels on the lines: cheaper to draw than a legend
+        # the label right of the axes, at its line (x in axes units, y in data units): no
+        # dot is ever drawn there, whatever the base; cheaper to draw than a legend
+        ax_waves.text(1.03, length, f"{text} {length}", transform=ax_waves.get_yaxis_transform(),
+                      ha="left", va=side, fontsize="small")  # apart: one below, one above
     ax_waves.set_yscale("log")
     ax_waves.set_ylim(1.0, 1e7)
     ax_waves.set_yticks([1e0, 1e2, 1e4, 1e6], ["1", "100", "10⁴", "10⁶"])

@@ -7,6 +7,7 @@ formula, queries at positions K − Q + i), the masks, LayerNorm, the feed-forwa
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import torch
@@ -384,6 +385,29 @@ SPECS: list[Spec] = [
                     lambda out, kw: out.shape == (3, 3) and out.dtype == torch.float64),
                Case("T-0", lambda kw: kw.update(positions=torch.zeros(0, dtype=torch.long)),
                     lambda out, kw: out.shape == (0, 3))]),
+    Spec("helpers.rotary.decay_bound", call=rotary.decay_bound,
+         good=lambda: dict(distances=torch.tensor([0.0, 3.0, -7.5, 1000.0]), size=6, base=100.0),
+         rules={"distances": lambda v: False,  # the pools hold no 1-D tensor: the variants are below
+                "size": Int(lo=2), "base": "above one"},
+         valid=lambda kw: kw["size"] % 2 == 0,
+         check=lambda out, kw: out.dtype == torch.float64 and close(out, torch.tensor(
+             [sum(abs(sum(cmath.exp(1j * d * float(kw["base"]) ** (-2 * k / kw["size"])) for k in range(j)))
+                  for j in range(1, kw["size"] // 2 + 1)) / (kw["size"] // 2)
+              for d in kw["distances"].tolist()], dtype=torch.float64), 1e-9),
+         bad=[Case("size-5", lambda kw: kw.update(size=5), r"size must"),
+              Case("distances-bool", lambda kw: kw.update(distances=torch.ones(3, dtype=torch.bool)),
+                   r"distances must"),
+              Case("distances-complex", lambda kw: kw.update(distances=torch.ones(3, dtype=torch.complex64)),
+                   r"distances must"),
+              Case("distances-meta", lambda kw: kw.update(distances=torch.empty(3, device="meta")), r"distances must"),
+              Case("distances-rank-2", lambda kw: kw.update(distances=torch.zeros(1, 3)), r"distances must"),
+              Case("distances-0-d", lambda kw: kw.update(distances=torch.tensor(2.0)), r"distances must"),
+              Case("distances-list", lambda kw: kw.update(distances=[0.0, 3.0]), r"distances must")],
+         edge=[Case("int-distances", lambda kw: kw.update(distances=torch.tensor([0, 3, 10])),
+                    lambda out, kw: out.shape == (3,) and out[0].item() == 2.0),  # (D/2 + 1)/2 at 0
+               Case("float32-distances", lambda kw: kw.update(distances=torch.tensor([0.0, 3.0], dtype=torch.float32)),
+                    lambda out, kw: out.dtype == torch.float64 and out.shape == (2,)),
+               Case("T-0", lambda kw: kw.update(distances=torch.zeros(0)), lambda out, kw: out.shape == (0,))]),
     # ---------------------------------------------------------------- checks (added for these modules)
     Spec("helpers.checks.check_holds_data", call=checks.check_holds_data,
          good=lambda: dict(name="x", x=rand(2, 3)),

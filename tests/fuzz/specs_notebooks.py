@@ -584,9 +584,14 @@ def _rope_score(q, k, offset):
     return q @ h.apply_rotary(k[None], torch.tensor([-offset]))[0]
 
 
-def _order_probability() -> float:
-    triples = [(x, y, z) for x in range(10) for y in range(10) for z in range(10)]
-    return sum(max(t.count(v) for v in t) / 3 for t in triples) / 1000
+def _order_probability(V: int) -> float:
+    """The order-free guess at position 3 with V tokens, by enumerating every triple."""
+    triples = [(x, y, z) for x in range(V) for y in range(V) for z in range(V)]
+    return sum(max(t.count(v) for v in t) / 3 for t in triples) / V**3
+
+
+def _order_formula(V: int) -> float:
+    return (V * V + 3 * V - 1) / (3 * V * V)
 
 
 SPECS_10 = [
@@ -621,10 +626,21 @@ SPECS_10 = [
               wrong=lambda ns: [45,  # i ≤ 45.03: pairs 0 … 45 are 46, not 45
                                 47, 64, 0, -46, 32, 23],
               odd=lambda ns: odd_ints(46)),
-    CheckSpec(NB10, "check_4", wanted=NAMES_10,  # its accepting 0.43 read off the figure: another issue
-              right=lambda ns: as_floats(_order_probability()),
-              wrong=lambda ns: [1 / 3, 0.44, 0.3, 0.1, 0.72 / 3 + 0.27 * 2 / 3, 1.0, 0.0, math.nan],
-              odd=lambda ns: odd_numbers(_order_probability())),
+    CheckSpec(NB10, "check_4", wanted=NAMES_10,  # a function of V: 0.43 read off the figure is not enough
+              right=lambda ns: [_order_formula, lambda V: _order_probability(V) if V <= 30 else _order_formula(V),
+                                lambda V: np.float64(_order_formula(V)), lambda V: np.float32(_order_formula(V)),
+                                lambda V: torch.tensor(_order_formula(V), dtype=torch.float64),
+                                lambda V: (V - 1) * (V - 2) / (3 * V * V) + 2 * (V - 1) / V**2 + 1 / V**2],
+              wrong=lambda ns: [lambda V: 0.43,  # read off the figure: right for V = 10 only
+                                lambda V: 1 / 3,  # ties forgotten
+                                lambda V: (V - 1) * (V - 2) / (3 * V * V) + (V - 1) / V**2 + 1 / V**2,  # pair: 1/3
+                                lambda V: (V - 1) * (V - 2) / (3 * V * V) + 2 * (V - 1) / V**2,  # all-equal left out
+                                lambda V: 1 / V, lambda V: _order_formula(V) + 1e-4,
+                                lambda V: _order_formula(10), lambda V: math.nan],
+              odd=lambda ns: [*odd_functions(), *odd_numbers(0.43), lambda: 0.43, lambda V: str(_order_formula(V)),
+                              lambda V: [_order_formula(V)], lambda V: complex(_order_formula(V)),
+                              lambda V: torch.tensor([_order_formula(V)] * 2), lambda V: 1 / (V - 1),
+                              lambda V: torch.tensor(_order_formula(V), device="meta")]),
 ]
 
 CHECK_SPECS: list[CheckSpec] = [*SPECS_01, *SPECS_02, *SPECS_03, *SPECS_04, *SPECS_05, *SPECS_06,
