@@ -19,18 +19,23 @@ from .checks import check_bool, check_floating, check_holds_data, check_real
 __all__ = ["apply_rotary", "rotary_angles", "decay_bound"]
 
 
+def _check_real_vector(name: str, x: object) -> None:
+    """Raise ValueError unless ``x`` is a 1-D tensor of real numbers holding data."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 1:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{name} must be a tensor of shape (T,), got {got}")
+    if x.is_complex() or x.dtype == torch.bool:
+        raise ValueError(f"{name} must hold real numbers, got dtype {x.dtype}")
+    check_holds_data(name, x)
+
+
 def rotary_angles(
     positions: torch.Tensor, size: int, *, base: float = 10000.0, dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
     """The angles p·θ_i, (T, D/2), for ``positions`` (T,) (integers, or real numbers to draw
     smooth curves) and an even feature ``size`` D ≥ 2, computed in the floating ``dtype``
     (float64 by default; float32 where the device has no float64). ``base`` > 1."""
-    if not isinstance(positions, torch.Tensor) or positions.dim() != 1:
-        got = tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__
-        raise ValueError(f"positions must be a tensor of shape (T,), got {got}")
-    if positions.is_complex() or positions.dtype == torch.bool:
-        raise ValueError(f"positions must hold real numbers, got dtype {positions.dtype}")
-    check_holds_data("positions", positions)
+    _check_real_vector("positions", positions)
     if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 2 or size % 2:
         raise ValueError(f"size must be an even int >= 2, got {size!r}")
     base = check_real("base", base, above=1.0)
@@ -99,12 +104,7 @@ def decay_bound(
     (max_i |h_(i+1) − h_i|) · Σ_j |S_j|; this returns the content-free factor divided by D/2.
     At δ = 0 every |S_j| = j, so it is (D/2 + 1)/2; it shrinks, with ripples, as |δ| grows. ``size`` D even ≥ 2, ``base`` > 1.
     """
-    if not isinstance(distances, torch.Tensor) or distances.dim() != 1:
-        got = tuple(distances.shape) if isinstance(distances, torch.Tensor) else type(distances).__name__
-        raise ValueError(f"distances must be a tensor of shape (T,), got {got}")
-    if distances.is_complex() or distances.dtype == torch.bool:
-        raise ValueError(f"distances must hold real numbers, got dtype {distances.dtype}")
-    check_holds_data("distances", distances)
+    _check_real_vector("distances", distances)
     angles = rotary_angles(distances, size, base=base)  # (T, D/2): δ·θ_k
     S_re, S_im = angles.cos().cumsum(dim=-1), angles.sin().cumsum(dim=-1)  # (T, D/2): S_1 … S_(D/2)
     return torch.hypot(S_re, S_im).mean(dim=-1)  # (T,)
