@@ -109,6 +109,17 @@ def _poisoned_lm() -> DecoderLM:
     return model
 
 
+def _untrainable(make: Callable[..., nn.Module]) -> list[Case]:
+    """The models every training helper refuses before its first step, made by ``make(dtype)``:
+    half precision (it would turn NaN silently) and parameters on the 'meta' device."""
+    return [Case("model=float16", lambda kw: kw.update(model=make(torch.float16)),
+                 r"model must have float32 or float64 parameters to train \(train in float32"),
+            Case("model=bfloat16", lambda kw: kw.update(model=make(torch.bfloat16)),
+                 r"model must have float32 or float64 parameters"),
+            Case("model=meta", lambda kw: kw.update(model=make().to("meta")),
+                 r"model's parameters must be on a device that holds data")]
+
+
 RELATIVE = [
     Spec("helpers.relative_task.make_batch", call=relative_task.make_batch,
          good=lambda: dict(batch_size=3, length=6, vocab_size=5, offset=2, generator=None,
@@ -124,12 +135,7 @@ RELATIVE = [
          rules={"model": _instance(nn.Module), "steps": "size", "batch_size": "size",
                 "length": Int(1, 8), "lr": _lr_ok, "offset": "size", "seed": "seed"},
          valid=lambda kw: kw["offset"] < kw["length"], check=_relative_train_right,
-         bad=[Case("model=float16", lambda kw: kw.update(model=_lm(torch.float16)),
-                   r"model must have float32 or float64 parameters to train \(train in float32"),
-              Case("model=bfloat16", lambda kw: kw.update(model=_lm(torch.bfloat16)),
-                   r"model must have float32 or float64 parameters"),
-              Case("model=meta", lambda kw: kw.update(model=_lm().to("meta")),
-                   r"model's parameters must be on a device that holds data"),
+         bad=_untrainable(_lm) + [
               Case("model=NaN weights", lambda kw: kw.update(model=_poisoned_lm()),
                    r"model must have finite parameters"),
               Case("model=Linear", lambda kw: kw.update(model=nn.Linear(2, 2)),
@@ -576,12 +582,7 @@ INDUCTION = [
                 "batch_size": "size", "lr": _lr_ok, "seed": "seed", "eval_size": "size",
                 "threads": "size or None"},
          check=_induction_run_right,
-         bad=[Case("model=float16", lambda kw: kw.update(model=_tiny_model(torch.float16)),
-                   r"model must have float32 or float64 parameters to train \(train in float32"),
-              Case("model=bfloat16", lambda kw: kw.update(model=_tiny_model(torch.bfloat16)),
-                   r"model must have float32 or float64 parameters"),
-              Case("model=meta", lambda kw: kw.update(model=_tiny_model().to("meta")),
-                   r"model's parameters must be on a device that holds data"),
+         bad=_untrainable(_tiny_model) + [
               Case("model V=5", lambda kw: kw.update(model=DecoderLM(5, 4, 1, 1, max_len=6)),
                    r"model vocab_size \(the task's\): expected 6, got 5"),
               Case("model max_len=5", lambda kw: kw.update(model=DecoderLM(6, 4, 1, 1, max_len=5)),
