@@ -56,18 +56,9 @@ def control(view, description: str):
 
 
 def shown_png(view) -> bytes:
-    """Run a view's callback once more and return the PNG it displayed in its output area
-    (what a notebook reader sees); b"" if it displayed no image."""
-    from IPython.display import Image
+    """The PNG a displayed view carries beside the widget (its current state, drawn by
+    matplotlib: what GitHub, VS Code and an untrusted notebook show)."""
+    import base64
 
-    from helpers.widgets import _common
-
-    shown = []
-    real = _common.display
-    _common.display = lambda obj, **kw: shown.append(obj)
-    try:
-        view.update()
-    finally:
-        _common.display = real
-    images = [s.data for s in shown if isinstance(s, Image)]
-    return images[-1] if images else b""
+    data, _ = view._repr_mimebundle_()
+    return base64.b64decode(data["image/png"])

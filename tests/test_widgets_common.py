@@ -1,4 +1,4 @@
-"""interactive_figure: the pattern every slider view is built on."""
+"""interactive_figure: the pattern every slider view is built on (a PageView)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import torch
 
 from helpers import show_heatmaps
 from helpers.widgets import figure_png, interactive_figure
+from helpers.widgets.page import PageView
 
 
 def make_view():
@@ -27,7 +28,7 @@ def test_first_drawing_happens_at_once_and_result_is_the_figure():
     view, fig, calls = make_view()
     assert calls == [2]
     assert view.result is fig
-    assert isinstance(view, widgets.interactive) and view.out.layout.min_height == "420px"
+    assert isinstance(view, PageView) and view.kwargs == {"n": 2}
 
 
 def test_moving_the_slider_redraws_the_same_figure():
@@ -39,21 +40,21 @@ def test_moving_the_slider_redraws_the_same_figure():
     assert not arr.mask.any() and float(arr[0, 3]) == 0.25
 
 
-def test_every_drawing_is_displayed_in_the_output_area(monkeypatch):
-    # A plain ``interactive`` keeps the Figure in .result but shows nothing: a notebook reader
-    # would see bare sliders. Record what the view hands to IPython's display(): one PNG of the
-    # figure per drawing, drawn once (the same bytes as figure_png).
-    from IPython.display import Image
+def test_the_displayed_output_carries_the_png_of_the_current_state_and_a_plain_text():
+    # GitHub, VS Code and an untrusted JupyterLab show the image/png beside the widget view;
+    # nbval and a terminal see the text/plain, which names the view and its values only.
+    import base64
 
-    from helpers.widgets import _common
-
-    shown = []
-    monkeypatch.setattr(_common, "display", lambda obj, **kw: shown.append(obj))
     view, fig, _ = make_view()
+    data, _ = view._repr_mimebundle_()
+    assert set(data) == {"text/plain", "image/png", "application/vnd.jupyter.widget-view+json"}
+    first = base64.b64decode(data["image/png"])
+    assert first[:8] == b"\x89PNG\r\n\x1a\n" and first == figure_png(fig)
+    assert data["text/plain"] == "[: n = 2]" and "0x" not in data["text/plain"]
     view.children[0].value = 3
-    assert len(shown) == 2 and all(isinstance(s, Image) for s in shown)
-    assert shown[-1].data[:8] == b"\x89PNG\r\n\x1a\n" and shown[-1].data == figure_png(fig)
-    assert shown[0].data != shown[1].data  # the slider changed the picture
+    data, _ = view._repr_mimebundle_()
+    assert base64.b64decode(data["image/png"]) == figure_png(fig) != first  # the new state
+    assert data["text/plain"] == "[: n = 3]"
 
 
 def test_figure_png_draws_once_where_a_tight_bbox_draws_twice(monkeypatch):
@@ -126,8 +127,6 @@ def test_bad_arguments_are_refused_clearly():
 
     slider = widgets.IntSlider(value=2, min=1, max=4)
     for call, match in ((lambda: interactive_figure(None, n=slider), r"^draw must be a callable"),
-                        (lambda: interactive_figure(lambda n: Figure(), height="420", n=slider),
-                         r"^height must be a CSS length such as '420px', got '420'"),
                         (lambda: figure_png("x"), r"^fig must be a matplotlib Figure, got str"),
                         (lambda: start_figure(Figure(), 3), r"^label must be a str, got int"),
                         (lambda: start_figure(Figure(), "v", fixed_layout=1),

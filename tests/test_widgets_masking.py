@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.widgets.page import PageView
 from helpers.widgets.masking import demo_scores, demo_views, draw_masked_softmax, valid_length_view
 
 def expected_weights(scores: torch.Tensor, lens: list[list[int]]) -> np.ndarray:
@@ -211,5 +212,5 @@ def test_demo_views_are_drawn():  # build time: benchmarks/bench_sliders.py
     views = demo_views()
     assert set(views) == {"valid_lens_per_row", "valid_lens_per_query"}
     for view in views.values():
-        assert isinstance(view, widgets.interactive) and view.result is not None
+        assert isinstance(view, PageView) and view.result is not None
         assert sliders(view) and all(not s.continuous_update for s in sliders(view))

@@ -10,6 +10,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers import toy
 from helpers.widgets import multihead as mw
 from tests.conftest import control, shown_png
@@ -192,7 +193,7 @@ def test_demo_views_show_a_figure():  # build time: benchmarks/bench_sliders.py
     views = mw.demo_views()
     assert set(views) == {"training"}
     view = views["training"]
-    assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+    assert isinstance(view, PageView) and isinstance(view.result, Figure)
     assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
     step = control(view, "training step")
     assert step.value == step.options[-1] == 200 and tuple(step.options[:3]) == (0, 5, 10)

@@ -11,6 +11,7 @@ import torch
 from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers import make_regression_data, nadaraya_watson
 from helpers.widgets.pooling import demo_views, draw_nw, nw_view
 from tests.conftest import control, shown_png
@@ -45,7 +46,7 @@ def data():
 
 def test_the_first_drawing_is_the_gaussian_with_bandwidth_one(data):
     view = nw_view(data)
-    assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+    assert isinstance(view, PageView) and isinstance(view.result, Figure)
     assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
     y_line, image, clim = drawn(view.result)
     y_hand, w_hand = gaussian_by_hand(data, 1.0)
@@ -146,7 +147,7 @@ def test_demo_views_builds_every_view():
     views = demo_views()
     assert set(views) == {"nw_view"}
     for view in views.values():
-        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+        assert isinstance(view, PageView) and isinstance(view.result, Figure)
 
 
 def test_one_fixed_colour_scale_for_every_bandwidth_and_kernel(data):

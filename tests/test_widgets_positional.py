@@ -10,6 +10,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers.widgets import positional
 from tests.conftest import control, shown_png
 
@@ -40,7 +41,7 @@ def frame(fig: Figure) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- the table and its columns
-@pytest.mark.parametrize("d", [32, 9, 4, 64])
+@pytest.mark.parametrize("d", [32, 8, 4, 64])
 def test_encoding_view_draws_the_table_and_its_columns(d):
     view = positional.encoding_view()
     control(view, "dimension d").value = d
@@ -74,16 +75,19 @@ def test_column_slider_moves_the_curves_and_the_frame():
     np.testing.assert_allclose(after[0], [formula(i, 20, 32) for i in range(60)], atol=1e-12)
 
 
-def test_dimension_slider_redraws_the_table_and_bounds_the_column_slider():
+def test_dimension_slider_redraws_the_table_and_the_columns_move_left_to_fit():
+    # The page view needs fixed value lists: d in multiples of 4, first column in even steps
+    # (one sine/cosine pair) over the widest table; columns past d are moved left to fit.
     view = positional.encoding_view(32, 26)
     column = control(view, "first column")
-    assert column.max == 28
-    control(view, "dimension d").value = 10
-    assert column.max == 6 and column.value == 6
-    assert heatmap_axes(view.result).images[0].get_array().shape == (60, 10)
-    assert frame(view.result) == (6, 4)
+    assert (column.min, column.max, column.step) == (0, 60, 2)
+    assert tuple(control(view, "dimension d").options) == tuple(range(4, 65, 4))
+    control(view, "dimension d").value = 12
+    assert column.value == 26  # the slider keeps its place
+    assert heatmap_axes(view.result).images[0].get_array().shape == (60, 12)
+    assert frame(view.result) == (8, 4)
     np.testing.assert_allclose(curve_axes(view.result).lines[-1].get_ydata(),
-                               expected_table(60, 10)[:, 9], atol=1e-12)
+                               expected_table(60, 12)[:, 11], atol=1e-12)
 
 
 def test_low_frequencies_sit_in_the_later_columns():
@@ -181,7 +185,7 @@ def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     views = positional.demo_views()
     assert set(views) == {"encoding", "rotation"}
     for view in views.values():
-        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+        assert isinstance(view, PageView) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
 
 
@@ -224,7 +228,11 @@ def test_rotation_draws_what_it_did_and_allocates_only_the_pairs_drawn():
     (lambda: positional.draw_encoding(32, -1), r"^first_col must be an int >= 0, got -1"),
     (lambda: positional.draw_encoding(32, 2.5), r"^first_col must be an int >= 0, got 2.5"),
     (lambda: positional.draw_encoding(32, 2, num_cols=0), r"^num_cols must be a positive int"),
-    (lambda: positional.encoding_view(100), r"^num_hiddens must be an int in \[4, 64\]"),  # clamped
+    (lambda: positional.encoding_view(100), r"^num_hiddens must be one of the slider's values 4, 8 … 64"),
+    (lambda: positional.encoding_view(30), r"^num_hiddens must be one of the slider's values"),
+    (lambda: positional.encoding_view(32, 5), r"^first_col must be even .* got 5"),
+    (lambda: positional.encoding_view(32, 62), r"^first_col must be an int in \[0, 60\]"),
+    (lambda: positional.rotation_view(delta=3), r"^delta and max_delta must be even"),
     (lambda: positional.encoding_view(32, num_cols=70), r"^max_hiddens must be an int >= 70"),
     (lambda: positional.draw_encoding(fig=1), r"^fig must be a matplotlib Figure or None, got int"),
 ])

@@ -12,6 +12,7 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers.widgets import rotary
 from tests.conftest import control, shown_png
 
@@ -197,7 +198,7 @@ def test_demo_views_show_figures():  # build time and latency: benchmarks/bench_
     views = rotary.demo_views()
     assert set(views) == {"shift", "frequencies"}
     for view in views.values():
-        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+        assert isinstance(view, PageView) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
 
 

@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers.widgets import scale
 from tests.conftest import control, shown_png
 
@@ -237,7 +238,7 @@ def test_demo_views_show_figures():  # build time and latency: benchmarks/bench_
     views = scale.demo_views()
     assert set(views) == {"online", "tiles", "gqa"}
     for view in views.values():
-        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+        assert isinstance(view, PageView) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
 
 

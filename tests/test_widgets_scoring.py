@@ -12,6 +12,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers.widgets import scoring
 from tests.conftest import control
 
@@ -387,4 +388,4 @@ def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     views = scoring.demo_views()
     assert set(views) == {"scaling", "hidden_size"}
     for view in views.values():
-        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+        assert isinstance(view, PageView) and isinstance(view.result, Figure)

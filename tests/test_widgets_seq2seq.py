@@ -9,6 +9,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers import seq2seq as s
 from helpers.widgets import seq2seq as ws
 from tests.conftest import control, shown_png
@@ -238,6 +239,6 @@ def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     views = ws.demo_views()
     assert set(views) == {"alignment"}
     view = views["alignment"]
-    assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+    assert isinstance(view, PageView) and isinstance(view.result, Figure)
     assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
     assert control(view, "example").max == 6 and control(view, "step").max >= 2

@@ -11,6 +11,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers.widgets.temperature import (
     demo_scores, demo_views, draw_temperature, entropy, temperature_view, temperature_weights,
 )
@@ -143,7 +144,7 @@ def test_inputs_are_not_changed(scores):
 
 def test_the_first_drawing_is_the_plain_softmax(scores):
     view = temperature_view(scores)
-    assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+    assert isinstance(view, PageView) and isinstance(view.result, Figure)
     assert shown_png(view).startswith(b"\x89PNG")
     image, clim, cells, bars, bar_texts = drawn(view.result)
     w_hand, h_hand = by_hand(scores, 1.0)

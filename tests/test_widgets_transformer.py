@@ -9,6 +9,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from helpers.widgets.page import PageView
 from helpers import induction
 from helpers.widgets import transformer as tw
 from tests.conftest import shown_png
@@ -212,7 +213,7 @@ def test_demo_views_show_a_figure(run, monkeypatch):
     views = tw.demo_views()
     assert set(views) == {"causal", "explorer"}
     for view in views.values():
-        assert isinstance(view, widgets.interactive) and isinstance(view.result, Figure)
+        assert isinstance(view, PageView) and isinstance(view.result, Figure)
         assert shown_png(view).startswith(b"\x89PNG")
 
 

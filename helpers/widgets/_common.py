@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import io
 import numbers
-import re
 from collections.abc import Callable
 
 import ipywidgets as widgets
 import matplotlib as mpl
-from IPython.display import Image, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..checks import check_bool
+from .page import PageView
 
 __all__ = ["interactive_figure", "figure_png", "start_figure", "freeze_layout", "drop_layout_engine"]
-
-CSS_LENGTH = re.compile(r"\d+(\.\d+)?(px|em|rem|%|vh|vw|pt)")  # e.g. "420px"
 
 
 # Checks the views share (not re-exported: the public checks live in ``helpers.checks``).
@@ -92,47 +89,16 @@ def figure_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def interactive_figure(
-    draw: Callable[..., Figure], *, height: str = "420px", **controls: widgets.Widget
-) -> widgets.interactive:
-    """Wrap ``draw(**values) -> Figure`` in ``ipywidgets.interactive``.
+def interactive_figure(draw: Callable[..., Figure], **controls: widgets.Widget) -> PageView:
+    """Wrap ``draw(**values) -> Figure`` and its controls in a ``PageView``.
 
-    Moving a control calls ``draw`` with every control's value; the returned Figure is shown
-    in the output area as one PNG (``figure_png``; fixed ``height`` so the page does not jump)
-    and kept in ``.result``, which is what tests inspect. ``draw`` should redraw into one
-    Figure it keeps, not make a new one per call. The first drawing happens at once, so
-    ``.result`` is never None: the error of a ``draw`` that fails for the controls' first
-    values is raised (later ones are logged by ipywidgets), one that returns no Figure raises
-    ValueError. ``height``: a CSS length such as "420px". Works with
-    ipywidgets 7 (Colab) and 8.
+    The page draws the view in the browser from recordings of ``draw``'s figure (made when the
+    view is first displayed); ``.result`` is the Figure of the controls' current values, drawn
+    on demand, which is what tests inspect. ``draw`` should redraw into one Figure it keeps,
+    not make a new one per call. The first drawing happens at once, so the error of a ``draw``
+    that fails for the controls' first values is raised here, and one that returns no Figure
+    raises ValueError. Works with ipywidgets 7 (Colab) and 8.
     """
     if not callable(draw):
         raise ValueError(f"draw must be a callable returning a Figure, got {type(draw).__name__}")
-    if not isinstance(height, str) or not CSS_LENGTH.fullmatch(height):
-        raise ValueError(f"height must be a CSS length such as '420px', got {height!r}")
-
-    failures: list[Exception] = []  # the first drawing's error (ipywidgets only logs it)
-
-    def show(**values: object) -> Figure:
-        try:
-            fig = draw(**values)
-        except Exception as error:
-            if not building:  # a later move: ipywidgets logs it, nothing to keep
-                raise
-            failures.append(error)
-            raise
-        display(Image(data=figure_png(fig), format="png"))  # into the view's Output
-        return fig
-
-    building = True
-    view = widgets.interactive(show, **controls)
-    view.out.layout.min_height = height
-    if view.result is None and not failures:  # releases differ on whether the constructor draws
-        view.update()
-    building = False
-    if failures:
-        raise failures[0]
-    if not isinstance(view.result, Figure):
-        raise ValueError(f"draw must return a matplotlib Figure for the controls' first values, "
-                         f"got {type(view.result).__name__}")
-    return view
+    return PageView(draw, controls)

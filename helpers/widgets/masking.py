@@ -22,10 +22,12 @@ from ..checks import (
 from ..masking import masked_softmax, valid_lens_to_mask
 from ..plotting import show_heatmaps, to_numpy
 from ._common import check_figure, freeze_layout, interactive_figure
+from .page import PageView
 
 __all__ = ["draw_masked_softmax", "valid_length_view", "demo_scores", "demo_views"]
 
 MAX_SLIDERS = 32  # one slider per valid length, each a line of the page
+LABEL = "masking.valid_lens"
 
 
 def _lens_tensor(valid_lens: torch.Tensor | Sequence) -> torch.Tensor:
@@ -84,6 +86,7 @@ def draw_masked_softmax(
         if fig is not None:
             fig.set_layout_engine("constrained")  # a frozen layout would not fit new panels
         fig = show_heatmaps(weights, mask=keep, titles=titles, vmin=0.0, vmax=1.0, fig=fig)
+        fig.set_label(LABEL)  # the view's name (its page view's text and aria-label)
         for ax in fig.axes[:B]:  # query and key indices are integers: no ticks at 0.5
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -99,12 +102,12 @@ def draw_masked_softmax(
 def valid_length_view(
     scores: torch.Tensor, *, per_query: bool = False,
     valid_lens: torch.Tensor | Sequence | None = None,
-) -> widgets.interactive:
+) -> PageView:
     """Sliders for the valid lengths of ``scores`` (B, Q, K) → the masked-softmax heatmaps.
 
     One slider per batch row (valid lengths (B,)), or with ``per_query`` one per (row, query)
     (valid lengths (B, Q)). ``valid_lens`` sets the starting values (default: every key valid).
-    Returns the ``interactive`` widget; its ``.result`` is the one Figure, redrawn in place.
+    Returns the ``PageView``; its ``.result`` is the one Figure, redrawn in place.
     Raises ValueError (naming expected and actual) for scores that are not a floating
     (B, Q, K) tensor, more than ``MAX_SLIDERS`` sliders, or valid lengths of another shape,
     not integers, or outside [0, K].

@@ -19,6 +19,7 @@ from .. import toy
 from ..checks import check_positive_int
 from ..plotting import show_heatmaps
 from ._common import check_figure, freeze_layout, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = ["train_runs", "checkpoint_at", "draw_training", "training_view", "demo_views"]
 
@@ -173,7 +174,7 @@ def draw_training(
 
 def training_view(
     runs: Mapping[int, toy.Run], num_heads: int = 2, step: int | None = None,
-) -> widgets.interactive:
+) -> PageView:
     """Controls: the training step (the checkpoints of the runs) and the number of heads
     (one button per run) → ``draw_training``, redrawn into one Figure."""
     run = _check_runs(runs, num_heads)
@@ -192,7 +193,7 @@ def training_view(
     def draw(step: int, num_heads: int) -> Figure:
         return draw_training(runs, num_heads, step, fig=fig)
 
-    return interactive_figure(draw, height="400px", **controls)
+    return interactive_figure(draw, **controls)
 
 
 def demo_views() -> dict[str, widgets.Widget]:

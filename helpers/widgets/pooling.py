@@ -22,6 +22,7 @@ from ..checks import check_real
 from ..kernel_regression import KERNELS, RegressionData, make_regression_data, nadaraya_watson
 from ..plotting import to_numpy
 from ._common import check_figure, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = ["draw_nw", "nw_view", "demo_views"]
 
@@ -111,7 +112,7 @@ def draw_nw(
 
 def nw_view(
     data: RegressionData | None = None, kernel: str = "gaussian", bandwidth: float = 1.0,
-) -> widgets.interactive:
+) -> PageView:
     """Kernel and bandwidth controls → ``draw_nw`` (fit and heatmap redraw together).
 
     ``data`` defaults to ``make_regression_data()`` (50 training points, 50 queries). A
@@ -132,7 +133,7 @@ def nw_view(
         return draw_nw(data, kernel, bandwidth, fig=fig)
 
     view = interactive_figure(
-        draw, height="380px",
+        draw, 
         kernel=widgets.Dropdown(options=list(KERNELS), value=kernel, description="kernel"),
         bandwidth=widgets.FloatLogSlider(value=float(bandwidth), base=10, min=-2, max=1, step=0.05,
                                          description="bandwidth", readout_format=".3f",

@@ -11,6 +11,7 @@ fixed matrix M(δ) lands on the pair of row i+δ. Both redraw in place into a Fi
 from __future__ import annotations
 
 import math
+import numbers
 
 import ipywidgets as widgets
 import numpy as np
@@ -23,6 +24,7 @@ from ..checks import check_floating, check_positive_int, check_rank, check_real
 from ..plotting import show_heatmaps, to_numpy
 from ..positional import sinusoidal_table
 from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = [
     "frequencies", "rotation_matrix", "rotate_pairs",
@@ -105,7 +107,8 @@ def _layout_encoding(fig: Figure, P: np.ndarray, count: int) -> None:
     ax = right.subplots()
     positions = np.arange(P.shape[0])
     for k in range(count):
-        ax.plot(positions, np.zeros(P.shape[0]), color=COLORS[k % len(COLORS)])
+        ax.plot(positions, np.zeros(P.shape[0]), color=COLORS[k % len(COLORS)], label=f"Col {k}")
+    ax.legend(loc="upper center", fontsize="small", ncols=min(count, 4))  # texts set per draw
     ax.set_ylim(-1.1, 1.45)  # room for the legend above the curves
     ax.set_yticks([-1.0, -0.5, 0.0, 0.5, 1.0])
     ax.set_xlabel(YLABEL)
@@ -142,10 +145,10 @@ def draw_encoding(
     ax_map.images[0].set_extent((-0.5, num_hiddens - 0.5, num_positions - 0.5, -0.5))
     ax_map.patches[0].set_bounds(cols.start - 0.5, -0.5, len(cols), num_positions)
     ax_map.set_title(f"P: {num_positions} positions × {num_hiddens} columns", fontsize="medium")
-    for line, col in zip(ax_curves.lines, cols):
+    for line, text, col in zip(ax_curves.lines, ax_curves.get_legend().get_texts(), cols):
         line.set_ydata(P[:, col])
         line.set_label(f"Col {col}")
-    ax_curves.legend(loc="upper center", fontsize="small", ncols=min(len(cols), 4))
+        text.set_text(f"Col {col}")  # the legend is updated, not rebuilt
     if fresh:
         freeze_layout(fig)
     return fig
@@ -154,34 +157,46 @@ def draw_encoding(
 def encoding_view(
     num_hiddens: int = 32, first_col: int = 6, *, num_positions: int = 60, num_cols: int = 4,
     max_hiddens: int = 64,
-) -> widgets.interactive:
-    """Sliders: the encoding dimension d (``num_cols`` … ``max_hiddens``) and the first column
-    shown (0 … d − ``num_cols``) → ``draw_encoding``."""
+) -> PageView:
+    """Sliders: the encoding dimension d (the multiples of 4 from ``num_cols`` to
+    ``max_hiddens``) and the first column shown (even, 0 … ``max_hiddens`` − ``num_cols``;
+    moved left when the columns would not fit in d) → ``draw_encoding``.
+
+    Even first columns: each step moves by one sine/cosine pair. The grid keeps the view's
+    states few enough to draw in the page without a kernel (16 × 31)."""
     check_positive_int("num_positions", num_positions)
     num_cols = check_positive_int("num_cols", num_cols)
     max_hiddens = check_int_in("max_hiddens", max_hiddens, num_cols, why="(at least num_cols)")
-    num_hiddens = check_int_in("num_hiddens", num_hiddens, num_cols, max_hiddens,
-                               "(the slider's range, num_cols … max_hiddens)")
-    first_col = check_int_in("first_col", first_col, 0)
+    sizes = [d for d in range(4, max_hiddens + 1, 4) if d >= num_cols]
+    if not sizes:
+        raise ValueError(f"max_hiddens must leave a multiple of 4 >= num_cols = {num_cols}, "
+                         f"got {max_hiddens}")
+    if not (isinstance(num_hiddens, numbers.Integral) and not isinstance(num_hiddens, bool)
+            and num_hiddens in sizes):
+        raise ValueError(f"num_hiddens must be one of the slider's values {sizes[0]}, "
+                         f"{sizes[1] if len(sizes) > 1 else ''} … {sizes[-1]} (multiples of 4), "
+                         f"got {num_hiddens!r}")
+    last = max_hiddens - num_cols
+    first_col = check_int_in("first_col", first_col, 0, last - last % 2,
+                             "(the slider's range, even)")
+    if first_col % 2:
+        raise ValueError(f"first_col must be even (the slider moves by a sine/cosine pair), "
+                         f"got {first_col}")
     fig = Figure(figsize=(9.0, 3.4))
-    size = widgets.IntSlider(value=num_hiddens, min=num_cols, max=max_hiddens,
-                             description="dimension d", continuous_update=False,
-                             style={"description_width": "initial"})
-    last = num_hiddens - num_cols
-    column = widgets.IntSlider(value=min(max(first_col, 0), last), min=0, max=last,
-                               description="first column", continuous_update=False,
-                               style={"description_width": "initial"})
-
-    def fit_columns(change: dict) -> None:  # the column slider never offers columns past d
-        column.max = change["new"] - num_cols
-
-    size.observe(fit_columns, names="value")
 
     def draw(num_hiddens: int, first_col: int) -> Figure:
         return draw_encoding(num_hiddens, first_col, num_positions=num_positions,
                              num_cols=num_cols, fig=fig)
 
-    return interactive_figure(draw, height="360px", num_hiddens=size, first_col=column)
+    return interactive_figure(
+        draw,
+        num_hiddens=widgets.SelectionSlider(options=sizes, value=int(num_hiddens),
+                                            description="dimension d", continuous_update=False,
+                                            style={"description_width": "initial"}),
+        first_col=widgets.IntSlider(value=first_col, min=0, max=last, step=2,
+                                    description="first column", continuous_update=False,
+                                    style={"description_width": "initial"}),
+    )
 
 
 # ---------------------------------------------------------------- relative position: rotations
@@ -255,13 +270,17 @@ def draw_rotation(
     start, end = to_numpy(pairs), to_numpy(images)
     dots.set_offsets(start)
     rings.set_offsets(end)
-    t = np.linspace(0.0, delta * omega, 32)[:, None]  # turn angles along each arc (32, 1)
+    # Turn angles along each arc, one point per 0.2 rad: smooth for a long arc, few points for
+    # a short one (the page view stores every arc of every state).
+    steps = int(min(max(math.ceil(abs(delta * omega) / 0.2), 1), 200)) + 1
+    t = np.linspace(0.0, delta * omega, steps)[:, None]  # (steps, 1)
     arc_x = start[:, 0] * np.cos(t) + start[:, 1] * np.sin(t)  # M(s) applied, s from 0 to δ
-    arc_y = -start[:, 0] * np.sin(t) + start[:, 1] * np.cos(t)  # (32, T)
+    arc_y = -start[:, 0] * np.sin(t) + start[:, 1] * np.cos(t)  # (steps, T)
     for arc, x, y in zip(ax.lines[1:], arc_x.T, arc_y.T):
         arc.set_data(x, y)
     for text, xy in zip(ax.texts, start):
         text.xy = tuple(xy)
+        text.stale = True  # a plain attribute: tell matplotlib (and the page view) it moved
     ax.set_title(f"pair j = {j} (columns {2 * j}, {2 * j + 1}), ω_j = {omega:.4f}\n"
                  f"δ = {delta}: turn by δ·ω_j = {delta * omega:.3f} rad clockwise",
                  fontsize="medium")
@@ -273,12 +292,16 @@ def draw_rotation(
 def rotation_view(
     delta: int = 2, j: int = 2, *, num_hiddens: int = 32, num_positions: int = 8,
     max_delta: int = 20,
-) -> widgets.interactive:
-    """Sliders: the offset δ (−``max_delta`` … ``max_delta``) and the column pair j →
-    ``draw_rotation``."""
+) -> PageView:
+    """Sliders: the offset δ (even, −``max_delta`` … ``max_delta``) and the column pair j →
+    ``draw_rotation``. Even offsets keep the range wide (a large j needs a large δ to turn
+    visibly) and the view's states few enough to draw in the page without a kernel."""
     max_delta = check_int_in("max_delta", max_delta, 0)
     _check_rotation_args(delta, j, num_hiddens, num_positions)
     check_int_in("delta", delta, -max_delta, max_delta, "(the slider's range, ±max_delta)")
+    if delta % 2 or max_delta % 2:
+        raise ValueError(f"delta and max_delta must be even (the slider moves by 2), got "
+                         f"delta={delta}, max_delta={max_delta}")
     fig = Figure(figsize=(5.2, 5.0))
 
     def draw(delta: int, j: int) -> Figure:
@@ -286,8 +309,9 @@ def rotation_view(
                              fig=fig)
 
     return interactive_figure(
-        draw, height="520px",
-        delta=widgets.IntSlider(value=delta, min=-max_delta, max=max_delta, description="offset δ",
+        draw, 
+        delta=widgets.IntSlider(value=delta, min=-max_delta, max=max_delta, step=2,
+                                description="offset δ",
                                 continuous_update=False),
         j=widgets.IntSlider(value=j, min=0, max=num_hiddens // 2 - 1, description="pair j",
                             continuous_update=False),

@@ -24,6 +24,7 @@ from ..checks import check_positive_int, check_real
 from ..plotting import show_heatmaps, to_numpy
 from ..rotary import apply_rotary, rotary_angles
 from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = [
     "shift_scores", "draw_shift", "shift_view", "wrapped_angles", "wavelengths",
@@ -157,7 +158,7 @@ def draw_shift(
     return fig
 
 
-def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> widgets.interactive:
+def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> PageView:
     """Slider: the shift s added to every position, 0 … MAX_SHIFT → ``draw_shift``."""
     check_int_in("shift", shift, 0, MAX_SHIFT, "(the slider's range)")
     check_positive_int("num_positions", num_positions)
@@ -168,7 +169,7 @@ def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> wi
         return draw_shift(shift, num_positions=num_positions, size=size, fig=fig)
 
     return interactive_figure(
-        draw, height="620px",
+        draw, 
         shift=widgets.IntSlider(value=shift, min=0, max=MAX_SHIFT, description="shift s",
                                 continuous_update=False),
     )
@@ -293,7 +294,7 @@ def draw_frequencies(
 
 def frequency_view(
     base: float = 10000.0, *, size: int = 8, num_positions: int = 128, train_length: int = 16,
-) -> widgets.interactive:
+) -> PageView:
     """Slider: the ``base`` of θ_i = base^(−2i/D), from 10 to 10⁶ → ``draw_frequencies``."""
     base = _check_frequency_args(base, size, num_positions, train_length)[0]
     if not BASE_RANGE[0] <= base <= BASE_RANGE[1]:
@@ -305,7 +306,7 @@ def frequency_view(
                                 train_length=train_length, fig=fig)
 
     return interactive_figure(
-        draw, height="400px",
+        draw, 
         base=widgets.FloatLogSlider(value=base, base=10, min=1, max=6, step=0.25,
                                     description="base", readout_format=",.0f",
                                     continuous_update=False),

@@ -27,6 +27,7 @@ from ..tiling import (
     tile_flops, tile_kinds,
 )
 from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = [
     "example_row", "online_trace", "draw_online", "online_view",
@@ -179,7 +180,7 @@ def draw_online(
 
 
 def online_view(step: int = 2, *, block_size: int = 8, num_keys: int = 48,
-                value_size: int = 6, seed: int = 1) -> widgets.interactive:
+                value_size: int = 6, seed: int = 1) -> PageView:
     """Slider: how many key blocks the online softmax has folded in → ``draw_online``."""
     steps = _online_steps(step, block_size, num_keys, value_size, seed)
     fig = Figure(figsize=(10.0, 3.6))
@@ -189,7 +190,7 @@ def online_view(step: int = 2, *, block_size: int = 8, num_keys: int = 48,
                            value_size=value_size, seed=seed, fig=fig)
 
     return interactive_figure(
-        draw, height="400px",
+        draw, 
         step=widgets.IntSlider(value=step, min=0, max=steps, description="key blocks",
                                continuous_update=False))
 
@@ -285,7 +286,7 @@ def draw_tiles(
 
 
 def tiles_view(block_size: int = 16, causal: bool = True, *, num_queries: int = 100,
-               num_keys: int = 100, size: int = 64) -> widgets.interactive:
+               num_keys: int = 100, size: int = 64) -> PageView:
     """Slider: the block size (one of ``BLOCK_CHOICES``); checkbox: the causal mask →
     ``draw_tiles``."""
     if not _is_choice(block_size, BLOCK_CHOICES):
@@ -300,7 +301,7 @@ def tiles_view(block_size: int = 16, causal: bool = True, *, num_queries: int = 
                           size=size, fig=fig)
 
     return interactive_figure(
-        draw, height="460px",
+        draw, 
         block_size=widgets.SelectionSlider(options=list(BLOCK_CHOICES), value=block_size,
                                            description="block size", continuous_update=False),
         causal=widgets.Checkbox(value=bool(causal), description="causal mask"))
@@ -400,13 +401,13 @@ def draw_gqa(kv_heads: int = 8, *, fig: Figure | None = None) -> Figure:
     return fig
 
 
-def gqa_view(kv_heads: int = 8) -> widgets.interactive:
+def gqa_view(kv_heads: int = 8) -> PageView:
     """Slider: the number of key/value heads G (one of ``KV_HEAD_CHOICES``) → ``draw_gqa``."""
     if not _is_choice(kv_heads, KV_HEAD_CHOICES):
         raise ValueError(f"kv_heads must be one of the slider's {KV_HEAD_CHOICES}, got {kv_heads!r}")
     fig = Figure(figsize=(10.0, 3.6))
     return interactive_figure(
-        lambda kv_heads: draw_gqa(kv_heads, fig=fig), height="400px",
+        lambda kv_heads: draw_gqa(kv_heads, fig=fig), 
         kv_heads=widgets.SelectionSlider(options=list(KV_HEAD_CHOICES), value=kv_heads,
                                          description="K/V heads G", continuous_update=False,
                                          style={"description_width": "initial"}))

@@ -31,6 +31,7 @@ from ..checks import (
 )
 from ..plotting import to_numpy
 from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = [
     "scaling_inputs", "scaling_weights", "draw_scaling", "scaling_view",
@@ -164,7 +165,7 @@ def draw_scaling(
 
 def scaling_view(
     d: int = 64, scaled: bool = True, *, num_queries: int = 6, num_keys: int = 12, seed: int = 0,
-) -> widgets.interactive:
+) -> PageView:
     """Slider: the query/key size d (powers of two up to 1024), and a scaling switch →
     ``draw_scaling``. Raises ValueError for a ``d`` that is not one of the slider's sizes."""
     if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d not in KEY_SIZES:
@@ -180,7 +181,7 @@ def scaling_view(
                             fig=fig)
 
     return interactive_figure(
-        draw, height="340px",
+        draw, 
         d=widgets.SelectionSlider(options=KEY_SIZES, value=int(d), description="d",
                                   continuous_update=False),
         scaled=widgets.Checkbox(value=bool(scaled), description="divide scores by √d"),
@@ -475,7 +476,7 @@ def draw_hidden_size(num_hiddens: int, *, seed: int = 0, fig: Figure | None = No
     return fig
 
 
-def hidden_size_view(num_hiddens: int = 1, *, seed: int = 0) -> widgets.interactive:
+def hidden_size_view(num_hiddens: int = 1, *, seed: int = 0) -> PageView:
     """Slider: the additive scorer's number of hidden units (1–16) → ``draw_hidden_size``."""
     check_int_in("num_hiddens", num_hiddens, 1, 16)
     seed = check_seed(seed)
@@ -485,7 +486,7 @@ def hidden_size_view(num_hiddens: int = 1, *, seed: int = 0) -> widgets.interact
         return draw_hidden_size(num_hiddens, seed=seed, fig=fig)
 
     return interactive_figure(
-        draw, height="610px",
+        draw, 
         num_hiddens=widgets.IntSlider(value=int(num_hiddens), min=1, max=16,
                                       description="num_hiddens",
                                       continuous_update=False,

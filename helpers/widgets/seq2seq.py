@@ -25,6 +25,7 @@ from ..checks import check_holds_data, check_seed
 from ..plotting import MASKED_COLOR, to_numpy
 from ..seq2seq import Seq2Seq, make_dates, output_text, predict_many, tokenize_source
 from ._common import check_figure, check_int_in, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = ["step_labels", "draw_alignment", "alignment_title", "alignment_view", "demo_model",
            "demo_views"]
@@ -190,7 +191,7 @@ def alignment_title(text: str, output_tokens: Sequence[str], target: str | None 
 def alignment_view(
     model: Seq2Seq, texts: Sequence[str], targets: Sequence[str] | None = None, *,
     example: int = 1, step: int = 1, max_steps: int = 12,
-) -> widgets.interactive:
+) -> PageView:
     """Sliders: which example of ``texts`` (1 = the first) and which decoding step (from 1)
     → ``draw_alignment``.
 
@@ -225,7 +226,7 @@ def alignment_view(
         return draw_alignment(sources[i], tokens, weights, step, title=title, fig=fig)
 
     view = interactive_figure(
-        draw, height="540px",
+        draw, 
         example=widgets.IntSlider(value=example, min=1, max=len(texts), description="example",
                                   continuous_update=False),
         step=widgets.IntSlider(value=step, min=1, max=longest, description="step"),

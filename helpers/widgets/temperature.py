@@ -22,6 +22,7 @@ from matplotlib.ticker import MaxNLocator
 from ..checks import check_floating, check_holds_data, check_rank, check_real
 from ..plotting import show_heatmaps, to_numpy
 from ._common import check_figure, freeze_layout, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = ["temperature_weights", "entropy", "draw_temperature", "temperature_view",
            "demo_scores", "demo_views"]
@@ -141,7 +142,7 @@ def draw_temperature(
     return fig
 
 
-def temperature_view(scores: torch.Tensor, temperature: float = 1.0) -> widgets.interactive:
+def temperature_view(scores: torch.Tensor, temperature: float = 1.0) -> PageView:
     """A log-scale slider for τ (0.01 to 100) → ``draw_temperature(scores, τ)``.
 
     ``scores`` (Q, K) is copied: later changes to the caller's tensor do not show. A starting
@@ -159,7 +160,7 @@ def temperature_view(scores: torch.Tensor, temperature: float = 1.0) -> widgets.
         return draw_temperature(scores, temperature, fig=fig)
 
     return interactive_figure(
-        draw, height="300px",
+        draw, 
         temperature=widgets.FloatLogSlider(
             value=float(temperature), base=10, min=-2, max=2, step=0.1, description="τ",
             readout_format=".2f", continuous_update=False),

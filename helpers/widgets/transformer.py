@@ -23,6 +23,7 @@ from ..checks import check_positive_int
 from ..masking import causal_mask
 from ..plotting import MASKED_COLOR, show_heatmaps
 from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from .page import PageView
 
 __all__ = [
     "SENTENCE", "averaging_weights", "draw_causal", "causal_view", "draw_explorer",
@@ -117,14 +118,14 @@ def _freeze_layout(fig: Figure) -> None:
             axis.set_label_coords(*ax.transAxes.inverted().transform(where))
 
 
-def causal_view(position: int = 3, *, words: tuple[str, ...] = SENTENCE) -> widgets.interactive:
+def causal_view(position: int = 3, *, words: tuple[str, ...] = SENTENCE) -> PageView:
     """Slider over the query position → ``draw_causal``, redrawn into one Figure."""
     position, words = _check_causal(position, words)
     fig = draw_causal(position, words=words)
     slider = widgets.IntSlider(value=position, min=0, max=len(words) - 1,
                                description="query position", style={"description_width": "initial"})
     return interactive_figure(lambda position: draw_causal(position, words=words, fig=fig),
-                              height="380px", position=slider)
+                              position=slider)
 
 
 # ------------------------------------------------------------------------- the explorer
@@ -245,7 +246,7 @@ def _build_explorer(run: induction.TrainingRun, fig: Figure | None) -> Figure:
 
 
 def explorer_view(run: induction.TrainingRun, step: int | None = None, layer: int = 2,
-                  head: int = 1, example: int = 0) -> widgets.interactive:
+                  head: int = 1, example: int = 0) -> PageView:
     """Controls: training step (the checkpoints of ``run``), layer, head and example →
     ``draw_explorer``, redrawn into one Figure. Everything shown was recorded during training:
     a move only redraws."""
@@ -267,7 +268,7 @@ def explorer_view(run: induction.TrainingRun, step: int | None = None, layer: in
     def draw(step: int, layer: int, head: int, example: int) -> Figure:
         return draw_explorer(run, step, layer, head, example, fig=fig)
 
-    return interactive_figure(draw, height="480px", **controls)
+    return interactive_figure(draw, **controls)
 
 
 @functools.cache

@@ -23,6 +23,7 @@ from helpers.widgets import positional as pw
 from helpers.widgets import rotary as rw
 from helpers.widgets import scale as sw
 from helpers.widgets import transformer as tw
+from helpers.widgets.page import PageView, encode_scene, scene_json
 from tests.fuzz import Case, Int, Real, Spec, T
 
 TAU = 2 * math.pi
@@ -76,10 +77,10 @@ def _foreign() -> Figure:
 
 
 def _is_view(out: object) -> bool:
-    return isinstance(out, widgets.interactive) and isinstance(out.result, Figure)
+    return isinstance(out, PageView) and isinstance(out.result, Figure)
 
 
-def _control(view: widgets.interactive, description: str) -> widgets.Widget:
+def _control(view: PageView, description: str) -> widgets.Widget:
     (found,) = [c for c in view.children if getattr(c, "description", None) == description]
     return found
 
@@ -97,23 +98,37 @@ def _refuses_two(n: int) -> Figure:
 
 def _interactive_good() -> dict:
     fig = _small_figure()
-    return dict(draw=lambda n: fig, height="300px", n=widgets.IntSlider(value=2, min=1, max=3))
+    return dict(draw=lambda n: fig, n=widgets.IntSlider(value=2, min=1, max=3))
 
 
 COMMON = [
     Spec("helpers.widgets._common.interactive_figure", call=_common.interactive_figure,
          good=_interactive_good,
-         rules={"draw": callable,
-                "height": lambda v: isinstance(v, str) and bool(_common.CSS_LENGTH.fullmatch(v))},
-         check=lambda out, kw: (_is_view(out) and out.result is kw["draw"](2)
-                                and out.out.layout.min_height == kw["height"]),
+         rules={"draw": callable},
+         check=lambda out, kw: _is_view(out) and out.result is kw["draw"](2),
          bad=[Case("draw-returns-None", lambda kw: kw.update(draw=lambda n: None),
                    r"^draw must return a matplotlib Figure .* got NoneType"),
               Case("draw-raises", lambda kw: kw.update(draw=_refuses_two),
-                   r"^n must be 1 or 3, got 2"),  # the draw's own error, not ipywidgets' log
-              Case("height=420", lambda kw: kw.update(height="420"), r"^height must be a CSS length")],
-         edge=[Case("height=12.5em", lambda kw: kw.update(height="12.5em"),
-                    lambda out, kw: out.out.layout.min_height == "12.5em")]),
+                   r"^n must be 1 or 3, got 2")]),  # the draw's own error, not ipywidgets' log
+    Spec("helpers.widgets.page.PageView", call=PageView,
+         good=lambda: {"draw": _interactive_good()["draw"],
+                       "controls": {"n": widgets.IntSlider(value=2, min=1, max=3)}},
+         rules={"draw": callable, "controls": lambda v: False},  # a dict of controls: by hand
+         check=lambda out, kw: _is_view(out) and out.result is kw["draw"](2) and out.index == [1],
+         bad=[Case("draw-returns-None", lambda kw: kw.update(draw=lambda n: None),
+                   r"^draw must return a matplotlib Figure .* got NoneType"),
+              Case("a-text-control", lambda kw: kw.update(controls={"n": widgets.Text("a")}),
+                   r"^control 'n': a page view takes Checkbox, .* got Text"),
+              Case("controls-a-list", lambda kw: kw.update(controls=[widgets.IntSlider()]),
+                   r"^controls must be a dict of name → ipywidgets control, got list")]),
+    Spec("helpers.widgets.page.scene_json", call=scene_json,
+         good=lambda: dict(encoded=encode_scene({"version": 1})),
+         rules={"encoded": lambda v: False},  # only a real scene string is valid: by hand
+         check=lambda out, kw: out == {"version": 1},
+         bad=[Case("not-base64", lambda kw: kw.update(encoded="%%%"),
+                   r"^encoded must be a page view's scene .* got '%%%'"),
+              Case("not-zlib", lambda kw: kw.update(encoded="aGVsbG8="),
+                   r"^encoded must be a page view's scene .* got 'aGVsbG8='")]),
     Spec("helpers.widgets._common.figure_png", call=_common.figure_png,
          good=lambda: dict(fig=_small_figure()), rules={"fig": FIGURE},
          check=lambda out, kw: isinstance(out, bytes) and out.startswith(b"\x89PNG\r\n\x1a\n")),
@@ -167,11 +182,18 @@ def _rotation_right(fig: Figure, kw: dict) -> bool:
 
 
 def _encoding_valid(kw: dict) -> bool:
-    return kw["num_cols"] <= kw["num_hiddens"] <= kw["max_hiddens"]
+    if "max_hiddens" not in kw:  # draw_encoding: any sizes
+        return kw["num_cols"] <= kw["num_hiddens"]
+    # encoding_view: the slider's values, d a multiple of 4, the first column even
+    return (kw["num_cols"] <= kw["num_hiddens"] <= kw["max_hiddens"] and kw["num_hiddens"] % 4 == 0
+            and kw["first_col"] % 2 == 0 and kw["first_col"] <= kw["max_hiddens"] - kw["num_cols"])
 
 
 def _rotation_valid(kw: dict) -> bool:
-    return kw["j"] < kw["num_hiddens"] // 2 and abs(kw["delta"]) <= kw.get("max_delta", math.inf)
+    if "max_delta" not in kw:  # draw_rotation: any offset
+        return kw["j"] < kw["num_hiddens"] // 2
+    return (kw["j"] < kw["num_hiddens"] // 2 and abs(kw["delta"]) <= kw["max_delta"]
+            and kw["delta"] % 2 == 0 and kw["max_delta"] % 2 == 0)
 
 
 POSITIONAL = [
@@ -208,7 +230,8 @@ POSITIONAL = [
          rules={"num_hiddens": "size", "first_col": "count", "num_positions": "size",
                 "num_cols": "size", "max_hiddens": "size"},
          valid=_encoding_valid,
-         check=lambda out, kw: (_is_view(out) and _control(out, "dimension d").max == kw["max_hiddens"]
+         check=lambda out, kw: (_is_view(out) and _control(out, "dimension d").options[-1]
+                                == kw["max_hiddens"] // 4 * 4
                                 and _encoding_right(out.result, {**kw, "first_col": min(
                                     kw["first_col"], kw["num_hiddens"] - kw["num_cols"])}))),
     Spec("helpers.widgets.positional.draw_rotation", call=pw.draw_rotation,

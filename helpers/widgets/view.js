@@ -1,0 +1,287 @@
+// Page view (anywidget ES module): draws a scene, format v1 (see helpers/widgets/page.py), on a
+// canvas under native labelled controls. Every state is prepared once when a scene arrives, so a
+// move only looks up which prepared ops to draw: no Path2D or ImageData is made per move.
+
+const FONT = '"DejaVu Sans", "Bitstream Vera Sans", Verdana, Arial, sans-serif';
+const NO_DASH = [];
+const CSS = `
+.ahv-view { font: inherit; color: inherit; }
+.ahv-controls { display: grid; grid-template-columns: max-content minmax(8em, 24em) max-content;
+  gap: 0.3em 0.8em; align-items: center; margin: 0 0 0.5em; }
+.ahv-controls select, .ahv-controls output { font: inherit; }
+.ahv-controls input[type="range"] { width: 100%; margin: 0; }
+.ahv-controls input[type="checkbox"] { justify-self: start; margin: 0; }
+.ahv-controls output { font-variant-numeric: tabular-nums; min-width: 5ch; }
+.ahv-controls :is(input, select):focus-visible { outline: 2px solid #1a73e8; outline-offset: 2px; }
+.ahv-canvas { display: block; max-width: 100%; height: auto; }
+.ahv-error { color: #b00020; }
+`;
+// Element ids must be unique in the page: anywidget evaluates this module once per model, so
+// a counter here would restart at 1 for each view; the count lives on the page instead.
+const nextViewId = () => (globalThis.__ahvViews = (globalThis.__ahvViews || 0) + 1);
+
+/** Add the stylesheet to the page once, however many views there are. */
+function injectStyle() {
+  if (document.getElementById("ahv-style")) return;
+  const style = document.createElement("style");
+  style.id = "ahv-style";
+  style.textContent = CSS;
+  document.head.append(style);
+}
+
+/** base64 → bytes. */
+const unbase64 = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+
+/** The `scene` trait (base64 of zlib-compressed JSON) → the scene object. */
+async function decodeScene(b64) {
+  const stream = new Blob([unbase64(b64)]).stream().pipeThrough(new DecompressionStream("deflate"));
+  return JSON.parse(await new Response(stream).text());
+}
+
+/** Value index of control `i` in `index`, clamped: an index from before a new scene may not fit. */
+function valueAt(controls, index, i) {
+  const v = Math.trunc(Number(index?.[i]) || 0);
+  return Math.min(Math.max(v, 0), controls[i].values.length - 1);
+}
+
+/** The state id that `slot` draws for the controls' value `index` (row-major, last dep fastest). */
+export function stateIndex(slot, controls, index) {
+  let k = 0;
+  for (const d of slot.deps) k = k * controls[d].values.length + valueAt(controls, index, d);
+  return slot.table[k];
+}
+
+/** "#rrggbbaa" (or "#rrggbb") → [r, g, b, a] bytes, for ImageData. */
+function rgba(hex) {
+  const n = (i) => parseInt(hex.slice(i, i + 2), 16);
+  return [n(1), n(3), n(5), hex.length >= 9 ? n(7) : 255];
+}
+
+/** One op of the format → a prepared op holding what drawing it needs (Path2D, bitmap, font). */
+function prepare(op) {
+  const [kind, ...a] = op;
+  if (kind === "p") {
+    const [d, fill, stroke, lw, dash, clip] = a;
+    return { kind, path: new Path2D(d), fill, stroke, lw, dash: dash || NO_DASH, clip };
+  }
+  if (kind === "i") {
+    const [x, y, w, h, cols, rows, palette, data, clip] = a;
+    const colours = palette.map(rgba);
+    const bytes = unbase64(data);
+    const image = new ImageData(cols, rows);
+    // One byte per cell, or two (little-endian) when the palette has more than 256 colours.
+    const at = palette.length > 256 ? (i) => bytes[2 * i] | (bytes[2 * i + 1] << 8) : (i) => bytes[i];
+    for (let i = 0; i < cols * rows; i++) image.data.set(colours[at(i)], 4 * i);
+    const bitmap = document.createElement("canvas");
+    bitmap.width = cols;
+    bitmap.height = rows;
+    bitmap.getContext("2d").putImageData(image, 0, 0);
+    return { kind, x, y, w, h, bitmap, clip };
+  }
+  if (kind === "t") {
+    const [x, y, text, size, color, angle, weight, style, width] = a;
+    const font = `${style || "normal"} ${weight || "normal"} ${size}px ${FONT}`;
+    // maxWidth: a little above matplotlib's width, so a wider browser font is squeezed, not cut.
+    const maxWidth = width > 0 ? width * 1.05 : undefined;
+    const rad = (-(angle || 0) * Math.PI) / 180; // counter-clockwise on a y-down canvas
+    return { kind, x, y, text: String(text), font, color, rad, maxWidth };
+  }
+  throw new Error(`page view: unknown op ${JSON.stringify(kind)}`);
+}
+
+/** Draw one prepared op on `ctx` (its transform already maps figure CSS pixels). */
+function draw(ctx, op) {
+  ctx.save();
+  if (op.clip) {
+    ctx.beginPath();
+    ctx.rect(op.clip[0], op.clip[1], op.clip[2], op.clip[3]);
+    ctx.clip();
+  }
+  if (op.kind === "p") {
+    if (op.fill) {
+      ctx.fillStyle = op.fill;
+      ctx.fill(op.path, "nonzero");
+    }
+    if (op.stroke && op.lw > 0) {
+      ctx.strokeStyle = op.stroke;
+      ctx.lineWidth = op.lw;
+      ctx.lineJoin = "round";
+      ctx.lineCap = "butt";
+      ctx.setLineDash(op.dash);
+      ctx.stroke(op.path);
+    }
+  } else if (op.kind === "i") {
+    ctx.imageSmoothingEnabled = false; // nearest neighbour: each cell keeps its exact colour
+    ctx.drawImage(op.bitmap, op.x, op.y, op.w, op.h);
+  } else {
+    ctx.translate(op.x, op.y);
+    if (op.rad) ctx.rotate(op.rad);
+    ctx.font = op.font;
+    ctx.fillStyle = op.color; // textAlign "left", textBaseline "alphabetic": the defaults
+    if (op.maxWidth === undefined) ctx.fillText(op.text, 0, 0);
+    else ctx.fillText(op.text, 0, 0, op.maxWidth);
+  }
+  ctx.restore();
+}
+
+/** One row of the controls grid (label | input | value): its elements, the event a move fires,
+ * show(v) to display value index v, read() for the index a move chose. */
+function buildControl(c, id) {
+  const label = document.createElement("label");
+  label.htmlFor = id;
+  label.textContent = c.label;
+  let input;
+  const output = document.createElement("output");
+  if (c.kind === "range") {
+    input = document.createElement("input");
+    Object.assign(input, { type: "range", min: "0", max: String(c.values.length - 1), step: "1" });
+    output.htmlFor = id;
+  } else if (c.kind === "select") {
+    input = document.createElement("select");
+    for (const v of c.values) input.append(new Option(v, v));
+  } else if (c.kind === "checkbox") {
+    input = document.createElement("input");
+    input.type = "checkbox";
+  } else {
+    throw new Error(`page view: unknown control kind ${JSON.stringify(c.kind)}`);
+  }
+  input.id = id;
+  input.dataset.control = c.name;
+  // JupyterLab's command-mode shortcuts (arrows move between cells) would take the keys a
+  // focused control needs; this attribute, on the control itself, tells Lab to leave them.
+  input.setAttribute("data-lm-suppress-shortcuts", "true");
+  // Show value v (an index) in the input, and for a range in its <output> and aria-valuetext.
+  const show = (v) => {
+    if (c.kind === "range") {
+      input.value = String(v);
+      output.value = c.values[v];
+      input.setAttribute("aria-valuetext", c.values[v]);
+    } else if (c.kind === "select") input.selectedIndex = v;
+    else input.checked = v === 1;
+  };
+  const read = () =>
+    c.kind === "range" ? +input.value : c.kind === "select" ? input.selectedIndex : +input.checked;
+  // "input" for a range: every step of a drag redraws; "change" for the others.
+  const event = c.kind === "range" ? "input" : "change";
+  return { row: [label, input, output], input, event, show, read };
+}
+
+async function render({ model, el }) {
+  injectStyle();
+  const uid = nextViewId();
+  const root = document.createElement("div");
+  root.className = "ahv-view";
+  root.setAttribute("role", "group");
+  el.replaceChildren(root);
+  let redraws = 0;
+  let generation = 0; // the latest scene; an older one that finishes decoding later is dropped
+  let view = null; // the current scene, its canvas, controls and prepared ops; see build()
+  let dom = null; // AbortController of the current controls' DOM listeners
+
+  function redraw() {
+    const t0 = performance.now();
+    const { scene, canvas, ctx, states, current } = view;
+    const dpr = window.devicePixelRatio || 1;
+    if (dpr !== view.dpr) { // first draw, page zoom or another screen: keep the canvas sharp
+      view.dpr = dpr;
+      canvas.width = Math.round(scene.width * dpr);
+      canvas.height = Math.round(scene.height * dpr);
+    }
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, scene.width, scene.height);
+    for (const item of view.frame) {
+      if (item.slot === undefined) draw(ctx, item);
+      else for (const op of states[stateIndex(scene.slots[item.slot], scene.controls, current)]) {
+        draw(ctx, op);
+      }
+    }
+    root.dataset.redraws = String(++redraws);
+    root.dataset.lastRedrawMs = (performance.now() - t0).toFixed(3); // how long this redraw took
+  }
+
+  // Show the current index in every input (setting .value fires no event).
+  const showIndex = () => view.controls.forEach((ctl, i) => ctl.show(view.current[i]));
+
+  function build(scene) {
+    if (scene.version !== 1) throw new Error(`page view: scene version ${scene.version}, not 1`);
+    dom?.abort();
+    dom = new AbortController();
+    const canvas = document.createElement("canvas");
+    canvas.className = "ahv-canvas";
+    canvas.style.width = `${scene.width}px`;
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", scene.title);
+    const grid = document.createElement("div");
+    grid.className = "ahv-controls";
+    const controls = scene.controls.map((c, i) => buildControl(c, `ahv-${uid}-${i}`));
+    view = {
+      scene, canvas, controls, ctx: canvas.getContext("2d", { alpha: false }), dpr: 0,
+      // Every op prepared now, so a move only looks up ({slot} markers stay as they are).
+      frame: scene.frame.map((item) => ("slot" in item ? item : prepare(item))),
+      states: scene.states.map((ops) => ops.map(prepare)),
+      current: scene.controls.map((_, i) => valueAt(scene.controls, model.get("index"), i)),
+    };
+    controls.forEach((ctl, i) => {
+      grid.append(...ctl.row);
+      ctl.input.addEventListener(ctl.event, () => {
+        // Redraw first (synchronously), then sync: with no kernel save_changes may throw.
+        const current = view.current.slice();
+        current[i] = ctl.read();
+        view.current = current;
+        ctl.show(current[i]);
+        redraw();
+        model.set("index", current);
+        try {
+          model.save_changes();
+        } catch {}
+      }, { signal: dom.signal });
+    });
+    root.dataset.view = scene.title;
+    root.setAttribute("aria-label", scene.title);
+    root.replaceChildren(...(controls.length ? [grid] : []), canvas);
+    showIndex();
+    redraw();
+  }
+
+  async function load() {
+    const mine = ++generation;
+    try {
+      const scene = await decodeScene(model.get("scene"));
+      if (mine === generation) build(scene);
+    } catch (e) {
+      if (mine !== generation) return;
+      view = null;
+      const p = Object.assign(document.createElement("p"), { className: "ahv-error" });
+      p.textContent = `This view could not be drawn: ${e?.message ?? e}`;
+      root.replaceChildren(p);
+      console.error(e);
+    }
+  }
+
+  // Another view of this model, or Python, moved a control. Our own set fires this too: the
+  // comparison makes that a no-op, so a move redraws once.
+  const onIndex = () => {
+    if (!view) return;
+    const index = model.get("index");
+    const next = view.scene.controls.map((_, i) => valueAt(view.scene.controls, index, i));
+    if (next.every((v, i) => v === view.current[i])) return;
+    view.current = next;
+    showIndex();
+    redraw();
+  };
+  const onScene = () => void load();
+  model.on("change:index", onIndex);
+  model.on("change:scene", onScene);
+  await load();
+  return () => {
+    generation++; // a decode still under way is dropped
+    dom?.abort();
+    model.off("change:index", onIndex);
+    model.off("change:scene", onScene);
+  };
+}
+
+// Default export only: anywidget 0.9 warns in the console (deprecation) when a module exports
+// `render` by name.
+export default { render };
