@@ -21,7 +21,7 @@ TORCH_INDEX ?=
 COLAB_WIDGETS := $(VENV)/ipywidgets7
 
 .PHONY: help install lab test test-unit test-colab-widgets test-notebooks \
-	test-notebooks-simulated test-notebooks-machines test-browser bench notebooks clean
+	test-notebooks-simulated test-notebooks-machines test-browser bench notebooks site clean
 
 help: ## this list
 	@echo "Set-up is two commands: make lab, make test (each creates .venv and installs first)."
@@ -79,6 +79,17 @@ BENCH_ARGS ?=
 bench: install ## benchmarks (BENCH_ARGS=--write-results)
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
+# The static edition: site/ (rebuilt each time) holds one HTML page per notebook from its stored
+# outputs, nothing run, views still movable. The JavaScript is package-lock.json's, from npm at
+# build time only (npm ci, again only when the lockfile changes); the pages load nothing remote.
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "error: make site needs Node.js and npm" >&2; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+site: install node_modules/.package-lock.json ## static HTML edition in site/ (needs npm)
+	$(PY) tools/build_site.py
+
 clean: ## remove .venv and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis
 
@@ -130,5 +141,5 @@ test-notebooks-machines: install ## strict nbval under all three simulated CPUs
 		echo "==> $$machine"; env $$machine $(NBVAL) $(NOTEBOOKS) || failed=1; done; \
 	test $$failed -eq 0
 
-test-browser: install ## JupyterLab in headless Chromium, every slider
+test-browser: install site ## Chromium: JupyterLab views, the static site, view.js
 	$(PY) -m pytest tests/browser -q -rs

@@ -1,0 +1,356 @@
+"""The static edition, site/ (`make site`), in headless Chromium, served from 127.0.0.1.
+
+Builds nothing: with no site/index.html every test here is skipped on a learner's machine and
+FAILS in CI ("run make site"), as conftest.py treats a missing Chromium. A request to any other
+host is aborted and fails the test. The index and every notebook's page open with no page error,
+no console error and no failed request; every widget renders; where the notebook has $ maths,
+MathJax typesets all of it. Each notebook page has at least one page view (``.ahv-view``), and
+every control of every view, moved, changes its canvas and redraws it. Each move is timed in
+the page (set the value and dispatch the event: view.js redraws inside the handler); median,
+p90 and max per page and overall go to the summary and artifacts/browser/site_redraw.json,
+with no assertion on them. The pages expected are those of notebooks/ (conftest.py's
+``ATTN_NOTEBOOKS_DIR`` too); ``ATTN_SITE_DIR=/some/dir`` (developers) serves another build.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import json
+import math
+import os
+import re
+import statistics
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import ARTIFACTS, SUMMARIES, _cannot_run, notebooks_dir  # tests/browser/
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("ATTN_SITE_DIR") or ROOT / "site").resolve()
+NOTEBOOKS = sorted(p.stem for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
+VIEWPORT = {"width": 1280, "height": 900}
+RENDER_TIMEOUT_MS = 30_000
+TIMED_MOVES = 10  # per range control; a select visits every option, a checkbox toggles 4 times
+TIMES: dict[str, list[float]] = {}  # page → ms per move, written out after the last page
+
+PLACEHOLDERS = 'script[type="application/vnd.jupyter.widget-view+json"]'
+# Every widget placeholder replaced by a rendered widget, every page view drawn once.
+RENDERED = f"""() => [...document.querySelectorAll('{PLACEHOLDERS}')].every(
+    (s) => s.previousElementSibling?.matches(".widget-subarea:not(:empty)"))
+  && [...document.querySelectorAll(".ahv-view")].every(
+    (v) => v.querySelector("canvas") && Number(v.dataset.redraws) >= 1)"""
+# The state of the widgets, for a failure message.
+WIDGETS = f"""() => ({{
+  placeholders: document.querySelectorAll('{PLACEHOLDERS}').length,
+  rendered: document.querySelectorAll(".widget-subarea").length,
+  views: [...document.querySelectorAll(".ahv-view")].map((v) => v.dataset.redraws),
+  errors: [...document.querySelectorAll(".ahv-error")].map((e) => e.textContent),
+}})"""
+# MathJax's count of TeX pieces, how many it typeset (inline or display) and any it could not.
+MATHS = """() => {
+  const tex = [...document.querySelectorAll('script[type^="math/tex"]')];
+  return { tex: tex.length,
+           typeset: tex.filter((s) => s.previousSibling?.matches?.(
+             ".MathJax_CHTML, :has(> .MathJax_CHTML)")).length,
+           errors: [...document.querySelectorAll(".mjx-merror, .mjx-noError")]
+             .map((e) => e.closest(".MathJax_CHTML")?.nextSibling?.textContent) };
+}"""
+# A control's kind ("range", "select", "checkbox"), its number of values and current index.
+CONTROL = """(el) => el.tagName === "SELECT"
+  ? { kind: "select", n: el.options.length, index: el.selectedIndex }
+  : el.type === "range" ? { kind: "range", n: Number(el.max) + 1, index: Number(el.value) }
+  : { kind: el.type, n: 2, index: Number(el.checked) }"""
+# Time `moves` moves of one control in the page; which ones did not redraw.
+TIMED = """(el, moves) => {
+  const root = el.closest(".ahv-view"), kind = el.tagName === "SELECT" ? "select" : el.type;
+  const ms = [], stale = [];
+  for (const k of moves) {
+    const before = Number(root.dataset.redraws);
+    const t0 = performance.now();
+    if (kind === "checkbox") el.checked = !el.checked;
+    else el.value = kind === "select" ? el.options[k].value : String(k);
+    el.dispatchEvent(new Event(kind === "range" ? "input" : "change", { bubbles: true }));
+    const t1 = performance.now();
+    ms.push(t1 - t0);
+    if (!(Number(root.dataset.redraws) > before)) stale.push(k);
+  }
+  return { ms, stale };
+}"""
+
+
+@pytest.fixture(scope="module")
+def site(chromium_path) -> Path:
+    if not (SITE / "index.html").is_file():
+        _cannot_run(f"no {SITE / 'index.html'}: run make site")
+    return SITE
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    """site/ on 127.0.0.1, a free port, in a thread of this process."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+    write_times()
+
+
+class Page:
+    """A fresh browser context on one page, with what went wrong while it was open."""
+
+    def __init__(self, browser, base_url: str):
+        self.context = browser.new_context(viewport=VIEWPORT)
+        host = urlsplit(base_url).netloc
+        self.remote: list[str] = []
+        self.problems: list[str] = []
+
+        def route(r):
+            if urlsplit(r.request.url).netloc == host:
+                r.continue_()
+            else:
+                self.remote.append(r.request.url)
+                r.abort()
+
+        self.context.route("**/*", route)
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(
+            f"console error: {m.text}"))
+        self.page.on("requestfailed", lambda r: r.url.startswith(base_url) and self.problems.append(
+            f"request failed: {r.url} {r.failure}"))
+        self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
+            f"HTTP {r.status}: {r.url}"))
+
+    def check(self, when: str) -> None:
+        assert not self.remote, f"{when}: requests to other hosts (aborted): {self.remote}"
+        assert not self.problems, f"{when}:\n" + "\n".join(self.problems)
+
+
+@pytest.fixture
+def open_page(browser, base_url):
+    pages = []
+
+    def open_(name: str) -> Page:
+        page = Page(browser, base_url)
+        pages.append(page)
+        page.page.goto(base_url + name, wait_until="load")
+        return page
+
+    yield open_
+    for page in pages:
+        page.context.close()
+
+
+def test_index_links_every_notebook_page(open_page):
+    p = open_page("index.html")
+    links = p.page.eval_on_selector_all("li a", "as => as.map((a) => a.getAttribute('href'))")
+    assert links == [f"{name}.html" for name in NOTEBOOKS]
+    p.check("index.html")
+
+
+def has_maths(notebook: Path) -> bool:
+    nb = json.loads(notebook.read_text())
+    return any("$" in "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def moves_of(kind: str, current: int, n: int) -> list[int]:
+    """The values to visit, timed: spread over a range, every other option, 4 toggles."""
+    if kind == "range":
+        spread = {round(i * (n - 1) / (TIMED_MOVES - 1)) for i in range(TIMED_MOVES)}
+        return sorted(spread - {current})
+    if kind == "select":
+        return [k for k in range(n) if k != current]
+    return [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_page_renders_and_every_view_control_redraws(name, open_page, save_screenshot, report):
+    p = open_page(f"{name}.html")
+    page = p.page
+    try:
+        page.wait_for_function(RENDERED, timeout=RENDER_TIMEOUT_MS)
+    except Exception:
+        pytest.fail(f"{name}: widgets not rendered after {RENDER_TIMEOUT_MS} ms: "
+                    f"{page.evaluate(WIDGETS)}\n" + "\n".join(p.problems + p.remote))
+    assert not page.evaluate(WIDGETS)["errors"], page.evaluate(WIDGETS)
+    assert "Error displaying widget" not in page.inner_text("body")
+
+    if has_maths(notebooks_dir() / f"{name}.ipynb"):
+        # Queued after the page's own Typeset call, so it resolves once that is done.
+        page.evaluate("() => new Promise((done) => MathJax.Hub.Queue(done))")
+        maths = page.evaluate(MATHS)
+        assert maths["tex"] > 0 and maths["typeset"] == maths["tex"], f"{name}: maths {maths}"
+        assert not maths["errors"], f"{name}: MathJax could not typeset {maths['errors']}"
+    p.check(f"{name}: on opening")
+
+    views = page.locator(".ahv-view")
+    assert views.count() >= 1, (
+        f"{name}: no page view (.ahv-view) on the page: its widgets are not PageViews "
+        "(re-execute the notebook with page views, then make site)")
+    times, controls = [], 0
+    for v in range(views.count()):
+        view = views.nth(v)
+        for c in range(view.locator("[data-control]").count()):
+            times += move_and_time(name, view, view.locator("[data-control]").nth(c))
+            controls += 1
+        save_screenshot(lambda path: view.screenshot(path=path), f"site_{name}_{v + 1}.png")
+    p.check(f"{name}: after moving every control")
+    TIMES[name] = times
+    report(f"site {name}: {views.count()} views, {controls} controls, {len(times)} timed moves, "
+           + stats_line(times))
+
+
+def move_and_time(name: str, view, control) -> list[float]:
+    """Move the control as a reader does (keyboard for a slider, a pick, a click): the canvas
+    must change and redraw; then time moves to other values; returns their times in ms."""
+    where = (f"{name}: view {view.get_attribute('data-view')!r}, "
+             f"control {control.get_attribute('data-control')!r}")
+    canvas = view.locator("canvas").first
+
+    def drawn():
+        return canvas.evaluate("(c) => c.toDataURL()"), int(view.get_attribute("data-redraws"))
+
+    c = control.evaluate(CONTROL)
+    before = drawn()
+    if c["kind"] == "range":
+        control.focus()
+        control.press("Home" if c["index"] == c["n"] - 1 else "End")
+    elif c["kind"] == "select":
+        control.select_option(index=(c["index"] + 1) % c["n"])
+    else:
+        control.click()
+    after = drawn()
+    assert after[1] > before[1], f"{where}: moved, no redraw (data-redraws {after[1]})"
+    assert after[0] != before[0], f"{where}: moved, the canvas did not change"
+    c = control.evaluate(CONTROL)
+    timed = control.evaluate(TIMED, moves_of(c["kind"], c["index"], c["n"]))
+    assert not timed["stale"], f"{where}: no redraw after moving to {timed['stale']}"
+    return timed["ms"]
+
+
+def stats(ms: list[float]) -> dict:
+    ms = sorted(ms)
+    if not ms:
+        return {"moves": 0}
+    return {"moves": len(ms), "median_ms": round(statistics.median(ms), 3),
+            "p90_ms": round(ms[math.ceil(0.9 * len(ms)) - 1], 3),  # nearest rank
+            "max_ms": round(ms[-1], 3)}
+
+
+def stats_line(ms: list[float]) -> str:
+    s = stats(ms)
+    return ("redraw median {median_ms} / p90 {p90_ms} / max {max_ms} ms".format(**s)
+            if ms else "no moves")
+
+
+def write_times() -> None:
+    """artifacts/browser/site_redraw.json and an overall summary line, if any page was timed."""
+    if not TIMES:
+        return
+    every = [ms for page in TIMES.values() for ms in page]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "site_redraw.json").write_text(json.dumps(
+        {"pages": {name: stats(ms) for name, ms in TIMES.items()}, "overall": stats(every)},
+        indent=1) + "\n")
+    SUMMARIES.append(f"site, all pages: {len(every)} timed moves, {stats_line(every)} "
+                     f"(artifacts/browser/site_redraw.json)")
+
+
+def _box(op: list) -> tuple[float, float, float, float] | None:
+    """The bounding box (x0, y0, x1, y1) of a path op; None for other ops."""
+    if op[0] != "p":
+        return None
+    xy = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", op[1])]
+    xs, ys = xy[0::2], xy[1::2]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+# The canvas colour under a point of a view, in CSS pixels of its figure.
+PIXELS = """([root, points]) => {
+  const canvas = root.querySelector("canvas"), ctx = canvas.getContext("2d");
+  const scale = canvas.width / canvas.clientWidth;
+  return points.map(([x, y]) => [...ctx.getImageData(Math.floor(x * scale),
+                                                     Math.floor(y * scale), 1, 1).data]);
+}"""
+
+
+@pytest.mark.parametrize("name", ["01_queries_keys_values", "03_masked_softmax",
+                                  "08_causal_attention_and_the_transformer_block"])
+def test_canvas_heatmap_cells_have_the_colours_of_their_values(name, open_page):
+    # The page's heatmap cells, sampled in the canvas, have the colours Python gave them: the
+    # colour map of each value (masked cells grey), as test_page_scenes.py checks against
+    # matplotlib. Checked in the stored state and after moving the first control to its end.
+    import nbformat
+
+    from helpers.widgets.page import scene_json
+    from tests.test_widgets_page import lookup
+
+    nb = nbformat.read(notebooks_dir() / f"{name}.ipynb", as_version=4)
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    shown = [o.data["application/vnd.jupyter.widget-view+json"]["model_id"]
+             for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    page = open_page(f"{name}.html")
+    page.page.wait_for_function(RENDERED, timeout=RENDER_TIMEOUT_MS)
+    roots = page.page.locator(".ahv-view")
+    assert roots.count() == len(shown)
+    checked = 0
+    for k, model_id in enumerate(shown):
+        model = state[model_id]["state"]
+        scene, index = scene_json(model["scene"]), list(model["index"])
+        root = roots.nth(k)
+        root.scroll_into_view_if_needed()
+        first = root.locator("[data-control]").first
+        for move in (None, "end"):
+            if move == "end":  # the first control to its last value, as a reader would
+                n = len(scene["controls"][0]["values"])
+                first.evaluate("""(el, n) => { if (el.type === "checkbox") el.checked = true;
+                    else if (el.tagName === "SELECT") el.selectedIndex = n - 1;
+                    else el.value = String(n - 1);
+                    el.dispatchEvent(new Event(el.type === "range" ? "input" : "change")); }""", n)
+                index[0] = n - 1
+            points, want = [], []
+            ops = lookup(scene, index)
+            for at, op in enumerate(ops):
+                if op[0] != "i":
+                    continue
+                _, x, y, w, h, cols, rows, palette, data, _ = op
+                if w / cols < 6 or h / rows < 6:
+                    continue  # cells too small to sample away from their edges
+                cells = base64.b64decode(data)
+                # Marks drawn over the map later (the explorer's dots and rings, no bigger than
+                # a few cells) hide its colour there: those points are not sampled.
+                marks = [box for box in map(_box, ops[at + 1:])
+                         if box and (box[2] - box[0]) * (box[3] - box[1]) < 4 * w * h / (rows * cols)]
+                for r in range(rows):
+                    for c in range(cols):
+                        # a quarter into the cell: its centre may hold an annotation
+                        px, py = x + (c + 0.25) * w / cols, y + (r + 0.25) * h / rows
+                        if any(b[0] - 2 <= px <= b[2] + 2 and b[1] - 2 <= py <= b[3] + 2
+                               for b in marks):
+                            continue
+                        points.append((px, py))
+                        colour = palette[cells[r * cols + c]]
+                        want.append([int(colour[i:i + 2], 16) for i in (1, 3, 5, 7)])
+            got = root.evaluate(PIXELS.replace("([root, points])", "(root, points)"), points)
+            bad = [(p, g, e) for p, g, e in zip(points, got, want)
+                   if max(abs(a - b) for a, b in zip(g, e)) > 3]
+            assert not bad, f"{name} view {k} {move or 'stored'}: {len(bad)} of {len(points)} " \
+                            f"cells off, e.g. {bad[:3]}"
+            checked += len(points)
+    assert checked > 0
+    page.check(name)
