@@ -153,6 +153,9 @@ def jupyterlab(chromium_path, tmp_path_factory) -> JupyterLab:
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly",
+        # window.jupyterapp: the notebook test maps a page view to its widget model and asks
+        # the kernel for that model's index.
+        "--LabApp.expose_app_in_browser=True",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
