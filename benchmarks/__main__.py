@@ -1,5 +1,5 @@
-"""``python -m benchmarks [--only notebooks,sliders,attention,softmax,scale] [--quick] [--device cuda]
-[--write-results [PATH]]``: run the benchmarks, print their tables as they go.
+"""``python -m benchmarks [--only notebooks,sliders,pages,attention,softmax,scale] [--quick]
+[--device cuda] [--write-results [PATH]]``: run the benchmarks, print their tables as they go.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import torch
 
 from .common import REPO, Config, Table, fmt_time, header_lines, machine_info
 
-SECTIONS = ("notebooks", "sliders", "attention", "softmax", "scale")
+# sliders before pages: the pages table shows the kernel-side time of the same views.
+SECTIONS = ("notebooks", "sliders", "pages", "attention", "softmax", "scale")
 ALIASES = {"nb": "notebooks", "notebook": "notebooks", "slider": "sliders", "widgets": "sliders",
+           "page": "pages", "site": "pages", "browser": "pages",
            "attn": "attention", "masked_softmax": "softmax", "masking": "softmax",
            "tiling": "scale", "kv_cache": "scale"}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -49,8 +51,9 @@ def _dtypes(text: str) -> tuple[torch.dtype, ...]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Notebook run time, slider latency, and the attention helpers against "
-                    "PyTorch's fused attention. Prints tables; MISS marks a missed target.")
+        description="Notebook run time, slider latency (kernel side and in the page), and the "
+                    "attention helpers against PyTorch's fused attention. Prints tables; MISS "
+                    "marks a missed target.")
     parser.add_argument("--only", type=_sections, default=list(SECTIONS), metavar="SECTIONS",
                         help=f"comma-separated subset of {','.join(SECTIONS)} (default: all)")
     parser.add_argument("--quick", action="store_true",
@@ -98,11 +101,13 @@ def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[st
     """Run the chosen sections in order; return their tables and what was found (for the
     results file: which notebooks and widget modules were present)."""
     from . import (  # noqa: PLC0415
-        bench_attention, bench_masked_softmax, bench_notebooks, bench_scale, bench_sliders,
+        bench_attention, bench_masked_softmax, bench_notebooks, bench_pages, bench_scale,
+        bench_sliders,
     )
 
     tables: list[Table] = []
     present: dict[str, str] = {}
+    kernel: dict[str, list[float]] = {}  # sliders' +png samples by view title, for pages
     for section in sections:
         if section == "notebooks":
             names = [p.name for p in bench_notebooks.notebook_paths()]
@@ -112,7 +117,11 @@ def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[st
             def remember(found):
                 present["widget modules"] = ", ".join(
                     f.name + (f" ({f.problem})" if f.problem else "") for f in found) or "none"
-            tables += bench_sliders.run(cfg, on_found=remember)
+            tables += bench_sliders.run(cfg, on_found=remember, per_view=kernel)
+        elif section == "pages":
+            present["site pages"] = ", ".join(
+                p.stem for p in bench_pages.notebook_pages()) or "none (run make site)"
+            tables += bench_pages.run(cfg, kernel=kernel)
         elif section == "attention":
             tables += bench_attention.run(cfg)
         elif section == "softmax":

@@ -1,11 +1,13 @@
-"""Slider latency: every control of every view that ``helpers.widgets.*.demo_views()`` builds.
+"""Kernel-side slider latency: every control of every view that ``helpers.widgets.*.demo_views()``
+builds (each a ``PageView``).
 
-For each change of a control, setting ``.value`` runs the view's callback synchronously: it
-recomputes, redraws into its Figure and renders the PNG sent to the browser
-(``helpers.widgets.figure_png``). *+png* = that whole callback, what a reader of the notebook
-waits for kernel-side; *compute* = the callback less a PNG render timed on its own right after;
-*+draw* = compute + an Agg ``fig.canvas.draw()``. Target: median compute + draw ≤ 100 ms, and
-the whole callback is judged against the same 100 ms.
+Before page views, every move cost this round trip: the kernel recomputed the Figure and
+rendered the PNG it sent to the browser. A page view now redraws in the page from recordings
+(``bench_pages`` times that); the kernel only follows (*compute*). The columns keep their
+meaning: *compute* = setting a control's ``.value`` (the view recomputes its Figure at once);
+*+png* = compute + the PNG the old view sent (``helpers.widgets.figure_png``, the first render
+after the change, as it was); *+draw* = compute + an Agg ``fig.canvas.draw()`` after it.
+Target: median compute + draw ≤ 100 ms, and compute + PNG is judged against the same 100 ms.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
-import logging
 import pkgutil
 import time
 import traceback
@@ -29,6 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from helpers.widgets import figure_png  # noqa: E402
+from helpers.widgets.page import PageView  # noqa: E402
 
 from .common import Col, Config, Stats, Table, verdict  # noqa: E402
 
@@ -40,6 +42,7 @@ BUILD_TARGET_S = 2.0
 SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.SelectionSlider)
 CHOICES = (widgets.Dropdown, widgets.ToggleButtons, widgets.RadioButtons)
 TOGGLES = (widgets.Checkbox, widgets.ToggleButton)
+SUPPORT = frozenset({"page"})  # modules of helpers.widgets that hold no views: not listed
 
 
 @dataclass
@@ -59,7 +62,7 @@ def discover(package: str = "helpers.widgets") -> list[Found]:
     pkg = importlib.import_module(package)
     found = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
+        if info.name.startswith("_") or package == "helpers.widgets" and info.name in SUPPORT:
             continue
         item = Found(info.name)
         try:
@@ -73,9 +76,9 @@ def discover(package: str = "helpers.widgets") -> list[Found]:
     return found
 
 
-def find_views(widget: widgets.Widget) -> list[widgets.interactive]:
-    """The ``interactive`` widgets in ``widget`` (itself, or inside boxes), in order."""
-    if isinstance(widget, widgets.interactive):
+def find_views(widget: widgets.Widget) -> list[PageView]:
+    """The page views in ``widget`` (itself, or inside boxes), in order."""
+    if isinstance(widget, PageView):
         return [widget]
     out = []
     for child in getattr(widget, "children", ()):
@@ -83,15 +86,15 @@ def find_views(widget: widgets.Widget) -> list[widgets.interactive]:
     return out
 
 
-def controls(view: widgets.interactive) -> list[widgets.Widget]:
+def controls(view: PageView) -> list[widgets.Widget]:
     """The controls of ``view`` that a reader moves (sliders, choices, check boxes)."""
-    kids = getattr(view, "kwargs_widgets", None) or list(view.children)
-    return [w for w in kids if isinstance(w, SLIDERS + CHOICES + TOGGLES)]
+    return [w for w in view.children if isinstance(w, SLIDERS + CHOICES + TOGGLES)]
 
 
-def control_label(control: widgets.Widget, index: int) -> str:
-    name = (getattr(control, "description", "") or "").strip() or f"#{index}"
-    return f"{name} ({type(control).__name__})"
+def control_label(control: widgets.Widget, name: str) -> str:
+    """The control's description, else ``name`` (its keyword in the view), and its type."""
+    label = (getattr(control, "description", "") or "").strip() or name
+    return f"{label} ({type(control).__name__})"
 
 
 def change_plan(control: widgets.Widget, n: int) -> list[tuple[str, object]]:
@@ -150,30 +153,15 @@ def _agg(fig: Figure) -> FigureCanvasAgg:
     return fig.canvas
 
 
-class _Records(logging.Handler):
-    """Keeps the warnings ``interactive`` logs when a callback raises."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def first(self) -> str:
-        exc = self.records[0].exc_info[1] if self.records[0].exc_info else None
-        return f"{type(exc).__name__}: {exc}" if exc is not None else self.records[0].getMessage()
-
-
 @dataclass
 class ControlTiming:
     compute: Stats | None  # None when the control could not be timed: see ``problem``
     draw: Stats | None  # compute + draw
-    png: Stats | None  # the whole callback: compute + draw + PNG
+    png: Stats | None  # compute + PNG: the old view's whole round trip
     problem: str = ""
 
 
-def time_control(view: widgets.interactive, control: widgets.Widget, *, changes: int,
+def time_control(view: PageView, control: widgets.Widget, *, changes: int,
                  warmup: int) -> ControlTiming | None:
     """Move ``control`` ``warmup`` + ``changes`` times; time the last ``changes``.
 
@@ -187,50 +175,45 @@ def time_control(view: widgets.interactive, control: widgets.Widget, *, changes:
     start = getattr(control, start_attr)
     compute, draw, png = [], [], []
     problem = ""
-    # Outside a kernel ``interactive`` swallows a callback's exception (it logs it to a logger
-    # with a NullHandler) and keeps the old Figure: catch the record, or a failing callback
-    # would be timed as a fast one.
-    raised = _Records()
-    view.log.addHandler(raised)
-    try:
-        for i, (attr, value) in enumerate(plan):
-            t0 = time.perf_counter()
-            setattr(control, attr, value)  # runs the callback: redraw, then the view's PNG
-            t1 = time.perf_counter()
-            if raised.records:
-                problem = f"error: callback raised {raised.first()} at {attr}={value!r}"
-                break
-            fig = view.result
-            if not isinstance(fig, Figure):
-                problem = f"error: view.result is {type(fig).__name__}, not a Figure"
-                break
-            _agg(fig).draw()
-            t2 = time.perf_counter()
-            figure_png(fig)  # the PNG the view sends, timed alone
-            t3 = time.perf_counter()
-            if i >= warmup:
-                work = max((t1 - t0) - (t3 - t2), 0.0)  # the callback less its PNG
-                compute.append(work)
-                draw.append(work + (t2 - t1))
-                png.append(t1 - t0)
-        setattr(control, start_attr, start)
-    finally:
-        view.log.removeHandler(raised)
+    for i, (attr, value) in enumerate(plan):
+        t0 = time.perf_counter()
+        try:
+            setattr(control, attr, value)  # the view redraws its Figure in an observer, at once
+        except Exception as exc:  # noqa: BLE001 — a failing draw is reported, not timed
+            problem = f"error: callback raised {type(exc).__name__}: {exc} at {attr}={value!r}"
+            break
+        t1 = time.perf_counter()
+        fig = view.result
+        if not isinstance(fig, Figure):
+            problem = f"error: view.result is {type(fig).__name__}, not a Figure"
+            break
+        figure_png(fig)  # the PNG the view sent per move before page views (it draws once)
+        t2 = time.perf_counter()
+        _agg(fig).draw()
+        t3 = time.perf_counter()
+        if i >= warmup:
+            compute.append(t1 - t0)
+            png.append(t2 - t0)
+            draw.append((t1 - t0) + (t3 - t2))
+    setattr(control, start_attr, start)
     if problem or not compute:
         return ControlTiming(None, None, None, problem or "error: nothing timed")
     return ControlTiming(Stats(tuple(compute)), Stats(tuple(draw)), Stats(tuple(png)))
 
 
 def _quiet() -> contextlib.AbstractContextManager:
-    """Outside a kernel, ``interactive`` prints what it would display (and clear_output's
-    escape codes) to stdout: keep that out of the tables."""
+    """Keep whatever a view module prints while it builds out of the tables."""
     return contextlib.redirect_stdout(io.StringIO())
 
 
 def run(cfg: Config, *, package: str = "helpers.widgets", echo: bool = True,
         changes: int | None = None, warmup: int | None = None,
-        on_found: Callable[[list[Found]], None] | None = None) -> list[Table]:
-    """Two tables: the modules found (with demo_views' build time), then one row per control."""
+        on_found: Callable[[list[Found]], None] | None = None,
+        per_view: dict[str, list[float]] | None = None) -> list[Table]:
+    """Two tables: the modules found (with demo_views' build time), then one row per control.
+
+    ``per_view``, when given, receives every timed +png sample (seconds) by the view's title,
+    the Figure label a page shows as ``data-view`` (for ``bench_pages``' kernel column)."""
     changes = changes or (3 if cfg.quick else 8)
     warmup = warmup if warmup is not None else 1
     found = discover(package)
@@ -276,36 +259,39 @@ def run(cfg: Config, *, package: str = "helpers.widgets", echo: bool = True,
             label = f"{item.name}.{view_name}"
             views = find_views(widget)
             if not views:
-                table.add(view=label, control="(no interactive inside)", status="n/a")
+                table.add(view=label, control="(no page view inside)", status="n/a")
                 continue
             for view in views:
                 ctrls = controls(view)
+                names = {id(w): name for name, w in zip(view.kwargs, view.children)}
                 if not ctrls:
                     table.add(view=label, control="(no controls)", status="n/a")
-                for i, control in enumerate(ctrls):
+                for control in ctrls:
+                    what = control_label(control, names[id(control)])
                     try:
                         with _quiet():
                             timing = time_control(view, control, changes=changes, warmup=warmup)
                     except Exception as exc:  # noqa: BLE001
-                        table.add(view=label, control=control_label(control, i),
+                        table.add(view=label, control=what,
                                   status=f"error: {type(exc).__name__}: {exc}"[:120])
                         continue
                     if timing is None:
-                        table.add(view=label, control=control_label(control, i), status="cannot move")
+                        table.add(view=label, control=what, status="cannot move")
                         continue
                     if timing.problem:
-                        table.add(view=label, control=control_label(control, i),
-                                  status=timing.problem[:120])
+                        table.add(view=label, control=what, status=timing.problem[:120])
                         continue
-                    table.add(view=label, control=control_label(control, i),
+                    if per_view is not None:
+                        per_view.setdefault(view.title, []).extend(timing.png.samples)
+                    table.add(view=label, control=what,
                               compute=timing.compute.median, draw=timing.draw.median,
                               draw_p90=timing.draw.p90, png=timing.png.median,
                               png_p90=timing.png.p90,
                               status=verdict(timing.draw.median, TARGET_S),
                               status_png=verdict(timing.png.median, TARGET_S))
-    table.note("+png = setting the control: the whole callback (recompute, redraw, and the PNG "
-               "the view sends, helpers.widgets.figure_png, drawn once); compute = that less a "
-               "PNG render timed on its own; +draw = compute + an Agg canvas.draw() (a Figure made "
-               "without pyplot has a FigureCanvasBase, whose draw() renders nothing). Medians and "
-               "90th percentiles.")
+    table.note("Kernel side: before page views, every move cost this round trip. compute = "
+               "setting the control (the view recomputes its Figure); +png = compute + the PNG "
+               "the old view sent per move (helpers.widgets.figure_png, drawn once); +draw = "
+               "compute + an Agg canvas.draw() after it (a Figure made without pyplot has a "
+               "FigureCanvasBase, whose draw() renders nothing). Medians and 90th percentiles.")
     return [modules, table]
