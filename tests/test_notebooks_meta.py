@@ -27,7 +27,9 @@
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -41,6 +43,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+VIEW_JS = (ROOT / "helpers" / "widgets" / "view.js").read_text(encoding="utf-8")
 NOTEBOOKS_DIR = Path(os.environ.get("ATTN_NOTEBOOKS_DIR") or ROOT / "notebooks").resolve()
 NOTEBOOK_PATHS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 NAME = re.compile(r"^(\d\d)_[a-z0-9]+(?:_[a-z0-9]+)*\.ipynb$")
@@ -378,20 +381,23 @@ def test_widget_state_is_stored(path, nb):
     state = store["state"]
     missing = [m for m in shown if m not in state]
     assert not missing, f"{path.name}: displayed widgets missing from the stored state: {missing}"
-    # Every interactive view stores the figure it showed (its Output widget's last child).
-    for model_id, model in state.items():
-        if "widget-interact" not in model["state"].get("_dom_classes", []):
-            continue
-        out_id = model["state"]["children"][-1].removeprefix("IPY_MODEL_")
-        out = state[out_id]
-        assert out["model_name"] == "OutputModel", (
-            f"{path.name}: view {model_id} ends with a {out['model_name']}, not an Output"
-        )
-        pngs = [o for o in out["state"].get("outputs", []) if "image/png" in o.get("data", {})]
-        assert pngs, (
-            f"{path.name}: interactive view {model_id} stores no figure: its Figure was never "
-            "displayed (ipywidgets.interactive needs {'auto_display': True} to display its result)"
-        )
+    # Every view is a page view: its output carries the PNG of its state (what GitHub, VS Code
+    # and an untrusted JupyterLab show), a plain text naming it, and its recorded scene.
+    for cell in _code_cells(nb):
+        for out in cell.outputs:
+            data = out.get("data", {})
+            if WIDGET_VIEW not in data:
+                continue
+            model = state[data[WIDGET_VIEW]["model_id"]]
+            assert model["model_name"] == "AnyModel" and model["state"].get("scene"), (
+                f"{path.name}: a displayed widget that is not a page view: {model['model_name']}")
+            assert model["state"].get("_esm") == VIEW_JS, (
+                f"{path.name}: a stored view carries an old view.js: run make notebooks")
+            assert "image/png" in data and base64.b64decode(data["image/png"])[:4] == b"\x89PNG", (
+                f"{path.name}: a page view's output has no PNG fallback")
+            assert re.fullmatch(r"\[[\w.]+: .+\]", data["text/plain"]), data["text/plain"]
+    size = len(json.dumps(store))
+    assert size <= 1024 * 1024, f"{path.name}: {size / 1024:.0f} KiB of widget state (budget 1 MiB)"
 
 
 # ---------------------------------------------------------------- structure
