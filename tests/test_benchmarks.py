@@ -17,7 +17,9 @@ import torch
 # benchmarks/ is a folder of scripts at the repository root, not an installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_attention, bench_masked_softmax, bench_notebooks, bench_sliders  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_attention, bench_masked_softmax, bench_notebooks, bench_pages, bench_sliders,
+)
 from benchmarks.__main__ import main, make_config, parse_args  # noqa: E402
 from benchmarks.common import Col, Config, Stats, Table, compare, fmt_time, verdict  # noqa: E402
 
@@ -80,7 +82,9 @@ def test_cli_sections_quick_and_device():
     args = parse_args(["--only", "softmax,attention", "--quick"])
     assert args.only == ["attention", "softmax"] and args.quick  # canonical order
     assert parse_args(["--only", "nb,widgets"]).only == ["notebooks", "sliders"]
-    assert parse_args([]).only == ["notebooks", "sliders", "attention", "softmax", "scale"]
+    # pages after sliders: its table shows the kernel-side time sliders measured
+    assert parse_args(["--only", "pages,sliders"]).only == ["sliders", "pages"]
+    assert parse_args([]).only == ["notebooks", "sliders", "pages", "attention", "softmax", "scale"]
     cfg = make_config(parse_args(["--device", "cpu"]))
     assert cfg.device.type == "cpu" and cfg.dtypes == (torch.float32,)
     # notebook times are medians of several runs, except in a smoke run or when asked
@@ -275,3 +279,38 @@ def test_notebook_bench_runs_a_fresh_kernel_and_reads_its_peak_memory(tmp_path):
     assert row["error"].startswith("cell 2") and "ValueError" in row["error"]
     assert series["wall"] == row["wall"]
     assert path.read_bytes() == before  # never written back
+
+
+# ---------------------------------------------------------------------------------- pages
+def test_page_move_plan_spreads_ranges_cycles_options_and_always_moves():
+    assert bench_pages.move_plan("range", 61, 40, 5) == [0, 15, 30, 45, 60]
+    assert bench_pages.move_plan("range", 61, 0, 5) == [15, 30, 45, 60, 0]  # not 0 → 0
+    assert bench_pages.move_plan("range", 3, 1, 20) == [0, 1, 2]  # min(count, n) moves
+    assert bench_pages.move_plan("select", 4, 2, 20) == [3, 0, 1, 2]
+    assert bench_pages.move_plan("checkbox", 2, 1, 20) == [0, 1]
+    assert bench_pages.move_plan("select", 1, 0, 20) == []
+    for kind, count, current in [("range", 201, 10), ("range", 2, 1), ("select", 2, 1)]:
+        values = [current] + bench_pages.move_plan(kind, count, current, 20)
+        assert all(a != b for a, b in zip(values, values[1:])) and max(values) < count
+
+
+def test_page_view_row_summarises_fake_timings():
+    moves = [{"ms": float(ms), "pixels_ms": ms + 1.0, "redraw_ms": ms / 2, "redrew": True}
+             for ms in range(1, 11)]  # 1..10 ms
+    row = bench_pages.view_row("pooling.nw", "02_x", moves, kernel=[0.05, 0.07, 0.06])
+    assert row["moves"] == 10 and row["median"] == pytest.approx(0.0055)
+    assert row["p90"] == pytest.approx(0.0091) and row["max"] == pytest.approx(0.010)
+    assert row["redraw"] == pytest.approx(0.00275) and row["pixels"] == pytest.approx(0.0065)
+    assert row["kernel"] == pytest.approx(0.06) and row["ratio"] == pytest.approx(0.06 / 0.0055)
+    assert row["status"] == "ok" and row["status_p90"] == "ok"  # ≤ 16 ms, ≤ 50 ms
+    slow = bench_pages.view_row("v", "n", [dict(m, ms=m["ms"] * 4) for m in moves])
+    assert slow["status"] == "MISS +38%" and slow["status_p90"] == "ok"
+    assert "kernel" not in slow  # no sliders run in this invocation: the table shows —
+    stale = bench_pages.view_row("v", "n", moves[:2] + [dict(moves[2], redrew=False)])
+    assert stale["status"] == "error: 1 of 3 moves did not redraw"
+    assert bench_pages.view_row("v", "n", [])["status"] == "n/a"
+
+
+def test_pages_section_without_a_site_prints_one_line(tmp_path, capsys):
+    assert bench_pages.run(QUICK, site=tmp_path) == []
+    assert capsys.readouterr().out == "pages: skipped, run make site\n"
