@@ -141,6 +141,21 @@ class _Server(http.server.ThreadingHTTPServer):
         pass  # a page closed mid-download (a font it no longer needs): not worth a traceback
 
 
+def local_only(target, base_url: str, foreign: list[str]) -> None:
+    """Let ``target`` (a Playwright page or context) load from ``base_url``'s host only: any
+    other request is aborted and its URL added to ``foreign`` (a failure for the tests)."""
+    host = urlsplit(base_url).netloc
+
+    def route(r) -> None:
+        if urlsplit(r.request.url).netloc == host:
+            r.continue_()
+        else:
+            foreign.append(r.request.url)
+            r.abort()
+
+    target.route("**/*", route)
+
+
 @contextlib.contextmanager
 def serve(folder: Path) -> Iterator[str]:
     """``folder`` on 127.0.0.1, a free port, in a thread of this process; yields its URL."""
@@ -159,16 +174,8 @@ def time_page(browser, base: str, name: str, n: int) -> tuple[list[dict], list[s
     most. Returns the views (name, error, moves), what went wrong on the page, and the requests
     to other hosts that were aborted."""
     context = browser.new_context(viewport=VIEWPORT)
-    host, problems, remote = urlsplit(base).netloc, [], []
-
-    def route(r) -> None:
-        if urlsplit(r.request.url).netloc == host:
-            r.continue_()
-        else:
-            remote.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
+    problems, remote = [], []
+    local_only(context, base, remote)
     page = context.new_page()
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))

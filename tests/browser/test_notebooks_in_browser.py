@@ -29,6 +29,7 @@ The kernel is shut down after each notebook.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -398,6 +399,21 @@ def _open(page, jupyterlab, notebook: str) -> None:
         open_tab.first.click()
 
 
+@contextlib.contextmanager
+def _closed_after(page, jupyterlab, save_screenshot, stem: str):
+    """Close ``page`` and shut its kernels down afterwards; on a failure, first keep a
+    screenshot of what the page looked like (``<stem>.FAILED.png``)."""
+    try:
+        yield
+    except Exception:
+        with contextlib.suppress(Exception):
+            save_screenshot(lambda p: page.screenshot(path=p), f"{stem}.FAILED.png")
+        raise
+    finally:
+        page.close()
+        jupyterlab.shutdown_kernels()
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_notebook_runs_and_every_control_moves_its_view(
     notebook, jupyterlab, context, save_screenshot, report
@@ -417,7 +433,7 @@ def test_notebook_runs_and_every_control_moves_its_view(
     page = context.new_page()
     page_errors: list[str] = []
     page.on("pageerror", lambda e: page_errors.append(str(e)))
-    try:
+    with _closed_after(page, jupyterlab, save_screenshot, stem):
         _open(page, jupyterlab, notebook)
         load_s = time.monotonic() - start
         # Collapsed cells (the Solutions) show no [n]: prompt: expand them, so every cell counts.
@@ -477,15 +493,6 @@ def test_notebook_runs_and_every_control_moves_its_view(
             f"p90 {_percentile(redraw, 90):.2f} ms, max {max(redraw):.2f} ms; kernel sync "
             f"median {statistics.median(sync):.0f} ms; {time.monotonic() - start:.1f} s in all"
         )
-    except Exception:
-        try:  # what the page looked like when it failed
-            save_screenshot(lambda p: page.screenshot(path=p), f"{stem}.FAILED.png")
-        except Exception:
-            pass
-        raise
-    finally:
-        page.close()
-        jupyterlab.shutdown_kernels()
 
 
 def test_untrusted_notebook_shows_the_png_fallback(jupyterlab, context, save_screenshot, report):
@@ -512,7 +519,7 @@ def test_untrusted_notebook_shows_the_png_fallback(jupyterlab, context, save_scr
     page = context.new_page()
     page_errors: list[str] = []
     page.on("pageerror", lambda e: page_errors.append(str(e)))
-    try:
+    with _closed_after(page, jupyterlab, save_screenshot, Path(name).stem):
         _open(page, jupyterlab, name)
         # Every image loaded (or failed: naturalWidth 0, reported below).
         page.wait_for_function(
@@ -547,12 +554,3 @@ def test_untrusted_notebook_shows_the_png_fallback(jupyterlab, context, save_scr
         save_screenshot(lambda p: page.screenshot(path=p), f"{Path(name).stem}.png")
         report(f"{name} (untrusted, not run): {n_views} page-view outputs, each shown as its "
                f"image/png fallback ({pngs.count()} image/png outputs in all), no page view")
-    except Exception:
-        try:
-            save_screenshot(lambda p: page.screenshot(path=p), f"{Path(name).stem}.FAILED.png")
-        except Exception:
-            pass
-        raise
-    finally:
-        page.close()
-        jupyterlab.shutdown_kernels()

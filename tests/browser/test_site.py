@@ -15,19 +15,17 @@ with no assertion on them. The pages expected are those of notebooks/ (conftest.
 from __future__ import annotations
 
 import base64
-import functools
-import http.server
 import json
 import math
 import os
 import re
 import statistics
-import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from conftest import ARTIFACTS, SUMMARIES, _cannot_run, notebooks_dir  # tests/browser/
+
+from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
 
 pytestmark = pytest.mark.browser
 
@@ -94,18 +92,8 @@ def site(chromium_path) -> Path:
 @pytest.fixture(scope="module")
 def base_url(site):
     """site/ on 127.0.0.1, a free port, in a thread of this process."""
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-    server.server_close()
+    with serve(site) as url:
+        yield url
     write_times()
 
 
@@ -114,18 +102,9 @@ class Page:
 
     def __init__(self, browser, base_url: str):
         self.context = browser.new_context(viewport=VIEWPORT)
-        host = urlsplit(base_url).netloc
         self.remote: list[str] = []
         self.problems: list[str] = []
-
-        def route(r):
-            if urlsplit(r.request.url).netloc == host:
-                r.continue_()
-            else:
-                self.remote.append(r.request.url)
-                r.abort()
-
-        self.context.route("**/*", route)
+        local_only(self.context, base_url, self.remote)
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("console", lambda m: m.type == "error" and self.problems.append(

@@ -9,16 +9,13 @@ aborted and fails the test. Chromium missing: skipped, or failed with CI set (co
 from __future__ import annotations
 
 import base64
-import functools
-import http.server
 import json
 import shutil
-import threading
 import zlib
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
+from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
 
 pytestmark = pytest.mark.browser
 
@@ -152,27 +149,14 @@ def assert_image(page, view: str, step: int) -> None:
             assert_colour(page, view, IMG_X + (c + 0.5) * CELL, IMG_Y + (r + 0.5) * CELL, colour)
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest's output clean
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A temp dir with view.js and the harness page, served on 127.0.0.1: yields the base URL."""
     root = tmp_path_factory.mktemp("view_js")
     shutil.copy(VIEW_JS, root / "view.js")
     (root / "index.html").write_text(HARNESS.replace("SCENE", json.dumps(encode(make_scene()))))
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(root))
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(root) as url:
+        yield url
 
 
 class Harness:
@@ -184,20 +168,12 @@ class Harness:
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.foreign: list[str] = []
-        host = urlsplit(base).netloc
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(
             f"console error: {m.text}"))
 
-        def guard(route):
-            if urlsplit(route.request.url).netloc == host:
-                route.continue_()
-            else:
-                self.foreign.append(route.request.url)
-                route.abort()
-
-        self.page.route("**/*", guard)
-        self.page.goto(base + "/index.html")
+        local_only(self.page, base, self.foreign)
+        self.page.goto(base + "index.html")
         self.page.wait_for_function("window.harness !== undefined", timeout=15_000)
 
     def assert_clean(self) -> None:
