@@ -96,6 +96,29 @@ def _refuses_two(n: int) -> Figure:
     return _small_figure()
 
 
+def _page_view(data: dict | None = None) -> PageView:
+    """A page view of one line y = n·x (n from a slider: 1, 2, 3) on fixed axes."""
+    data = {"scale": 1.0} if data is None else data
+    fig = Figure(figsize=(2.0, 1.5), label="fuzz.view")
+    ax = fig.add_subplot()
+    line, = ax.plot([0, 1], [0, 1])
+    ax.set_ylim(0, 3)
+
+    def draw(n: int) -> Figure:
+        line.set_ydata([0, n * data["scale"]])
+        return fig
+
+    return PageView(draw, {"n": widgets.IntSlider(value=2, min=1, max=3)})
+
+
+def _refreshed(view: PageView) -> tuple:
+    """(refresh()'s result, the scene before, the scene after new data and a refresh)."""
+    before = view.scene_data()
+    data = next(c.cell_contents for c in view._draw.__closure__ if isinstance(c.cell_contents, dict))
+    data["scale"] = 0.5
+    return view.refresh(), before, view.scene_data()
+
+
 def _interactive_good() -> dict:
     fig = _small_figure()
     return dict(draw=lambda n: fig, n=widgets.IntSlider(value=2, min=1, max=3))
@@ -121,6 +144,16 @@ COMMON = [
                    r"^control 'n': a page view takes Checkbox, .* got Text"),
               Case("controls-a-list", lambda kw: kw.update(controls=[widgets.IntSlider()]),
                    r"^controls must be a dict of name → ipywidgets control, got list")]),
+    Spec("helpers.widgets.page.PageView.update", call=lambda: _page_view().update(), good=dict,
+         check=lambda out, kw: isinstance(out, Figure) and out.get_label() == "fuzz.view"
+         and list(out.axes[0].lines[0].get_ydata()) == [0, 2]),
+    Spec("helpers.widgets.page.PageView.text_summary", call=lambda: _page_view().text_summary(),
+         good=dict, check=lambda out, kw: out == "[fuzz.view: n = 2]"),
+    Spec("helpers.widgets.page.PageView.scene_data", call=lambda: _page_view().scene_data(),
+         good=dict, check=lambda out, kw: out["controls"][0]["values"] == ["1", "2", "3"]
+         and [s["deps"] for s in out["slots"]] and all(s["deps"] == [0] for s in out["slots"])),
+    Spec("helpers.widgets.page.PageView.refresh", call=lambda: _refreshed(_page_view()),
+         good=dict, check=lambda out, kw: out[0] is None and out[1] != out[2]),
     Spec("helpers.widgets.page.scene_json", call=scene_json,
          good=lambda: dict(encoded=encode_scene({"version": 1})),
          rules={"encoded": lambda v: False},  # only a real scene string is valid: by hand
