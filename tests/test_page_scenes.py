@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from matplotlib.image import AxesImage
 
-from helpers.widgets._record import Recorder, unsampled_images
+from helpers.widgets._record import record_figure
 from tests.test_widgets_page import lookup
 
 VIEWS = {  # module → the keys of its demo_views(): every view the notebooks show
@@ -58,11 +58,7 @@ def built_views():
 def whole_figure_ops(view, index: list[int]) -> list:
     """What the recording renderer writes when the view's figure is drawn whole in ``index``."""
     values = {c.name: c.values[i] for c, i in zip(view._controls, index)}
-    fig = view._draw(**values)
-    recorder = Recorder(fig)
-    with unsampled_images(fig.findobj(AxesImage)):
-        fig.draw(recorder)
-    return recorder.ops
+    return record_figure(view._draw(**values))
 
 
 def states_to_check(scene: dict, default: list[int]) -> list[list[int]]:

@@ -156,3 +156,11 @@ def unsampled_images(images: list[AxesImage]):
     finally:
         for im in changed:
             im.set_interpolation("nearest")
+
+
+def record_figure(fig: Figure) -> list[Op]:
+    """The ops of ``fig`` drawn whole, as it is now."""
+    recorder = Recorder(fig)
+    with unsampled_images(fig.findobj(AxesImage)):
+        fig.draw(recorder)
+    return recorder.ops

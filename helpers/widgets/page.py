@@ -57,7 +57,7 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.image import AxesImage
 
-from ._record import Op, Recorder, unsampled_images
+from ._record import Op, Recorder, record_figure, unsampled_images
 
 __all__ = ["PageView", "scene_json"]
 
@@ -78,7 +78,7 @@ class Control:
     def index_of(self, value: object) -> int:
         """The index of ``value``, or of the nearest value for a number between grid points."""
         for i, v in enumerate(self.values):
-            if v == value and type(v) is type(value) or v == value and not isinstance(v, bool):
+            if v == value and (type(v) is type(value) or not isinstance(v, bool)):
                 return i
         if isinstance(value, (int, float)) and all(isinstance(v, (int, float))
                                                    for v in self.values):
@@ -120,6 +120,15 @@ def control_from_widget(name: str, w: widgets.Widget) -> Control:
 
 # ------------------------------------------------------------------------------ recording
 
+def call_draw(draw: Callable[..., Figure], values: dict[str, object]) -> Figure:
+    """``draw(**values)``, refused unless it returns a matplotlib Figure."""
+    fig = draw(**values)
+    if not isinstance(fig, Figure):
+        raise ValueError(f"draw must return a matplotlib Figure for the controls' values, "
+                         f"got {type(fig).__name__}")
+    return fig
+
+
 def figure_parts(fig: Figure) -> list[Artist]:
     """The figure's parts, in a fixed order: every child of every Axes (lines, images, texts,
     each axis with its ticks, spines, legend, background) and every figure- or subfigure-level
@@ -159,10 +168,7 @@ class _Scene:
         self.frame = self._record_frame()
 
     def _draw(self, state: tuple[int, ...]) -> Figure:
-        fig = self.draw(**{c.name: c.values[i] for c, i in zip(self.controls, state)})
-        if not isinstance(fig, Figure):
-            raise ValueError(f"draw must return a matplotlib Figure, got {type(fig).__name__}")
-        return fig
+        return call_draw(self.draw, {c.name: c.values[i] for c, i in zip(self.controls, state)})
 
     def _record_frame(self) -> list:
         """The whole figure in drawing order, each part replaced by {"slot": k}; the parts' own
@@ -273,12 +279,20 @@ def _states(default: tuple[int, ...], controls: Sequence[Control], deps: Sequenc
         yield tuple(state)
 
 
+def _check_states(count: int, title: str, why: str = "") -> None:
+    if count > MAX_STATES:
+        raise ValueError(f"{title or 'view'}: {why}more than {MAX_STATES} states to record; offer fewer "
+                         f"values on its controls")
+
+
 def build_scene(draw: Callable[..., Figure], controls: Sequence[Control],
-                default: Sequence[int], title: str = "") -> dict:
+                default: Sequence[int]) -> dict:
     """The scene of a view (the JSON ``view.js`` draws): the frame, one slot per part that
-    depends on a control, and the distinct recordings. ``default``: each control's index."""
+    depends on a control, and the distinct recordings. ``default``: each control's index.
+    Its title is the label of the figure drawn."""
     default = tuple(default)
     scene = _Scene(draw, controls, default)
+    title = scene.fig.get_label()
     try:
         parts = range(len(scene.parts))
         base = scene.record(default, parts)
@@ -288,9 +302,7 @@ def build_scene(draw: Callable[..., Figure], controls: Sequence[Control],
         # is found by the pairs.
         groups = [(c,) for c in range(len(controls))]
         groups += list(itertools.combinations(range(len(controls)), 2))
-        if sum(_product(controls, g) for g in groups) > MAX_STATES:
-            raise ValueError(f"{title or 'view'}: more than {MAX_STATES} states to record; "
-                             f"offer fewer values on its controls")
+        _check_states(sum(_product(controls, g) for g in groups), title)
         for group in groups:
             for state in _states(default, controls, group):
                 ops = scene.record(state, parts)
@@ -302,9 +314,7 @@ def build_scene(draw: Callable[..., Figure], controls: Sequence[Control],
                             deps[k].add(c)
         deps = [sorted(d) for d in deps]
         frame, slots = scene.frame, {k: d for k, d in enumerate(deps) if d}
-        if sum(_product(controls, d) for d in {tuple(d) for d in slots.values()}) > MAX_STATES:
-            raise ValueError(f"{title or 'view'}: more than {MAX_STATES} states to record; "
-                             f"offer fewer values on its controls")
+        _check_states(sum(_product(controls, d) for d in {tuple(d) for d in slots.values()}), title)
         tables = {}
         for d in {tuple(d) for d in slots.values()}:
             wanted = [k for k, dk in slots.items() if tuple(dk) == d]
@@ -313,16 +323,10 @@ def build_scene(draw: Callable[..., Figure], controls: Sequence[Control],
                 tables[k] = [row[k] for row in rows]
     except _Rebuilt:  # the figure changes its artists between states: one slot, all controls
         deps_all = list(range(len(controls)))
-        if _product(controls, deps_all) > MAX_STATES:
-            raise ValueError(f"{title or 'view'}: its figure is rebuilt between states and it "
-                             f"has more than {MAX_STATES} states") from None
+        _check_states(_product(controls, deps_all), title, "its figure is rebuilt between states: ")
         whole = []
         for state in _states(default, controls, deps_all):
-            fig = scene._draw(state)
-            rec = Recorder(fig)
-            with unsampled_images(fig.findobj(AxesImage)):
-                fig.draw(rec)
-            whole.append(_ops_key(rec.ops))
+            whole.append(_ops_key(record_figure(scene._draw(state))))
         frame, slots, tables = [{"slot": 0}], {0: deps_all}, {0: whole}
         base = {}
     # Parts that never change go into the frame itself; the others become slots.
@@ -399,7 +403,7 @@ class PageView(anywidget.AnyWidget):
         self._controls = [control_from_widget(name, w) for name, w in self._widgets.items()]
         self._figure: Figure | None = None
         self._syncing = False
-        self.index = [c.index_of(w.value) for c, w in zip(self._controls, self._widgets.values())]
+        self.index = self._indices()
         self.update()  # the first drawing's error is raised here
         for w in self._widgets.values():
             w.observe(self._control_moved, names="value")
@@ -422,26 +426,25 @@ class PageView(anywidget.AnyWidget):
             self.update()
         return self._figure
 
+    def _indices(self) -> list[int]:
+        """Each control's value as an index into its values (the nearest, between them)."""
+        return [c.index_of(w.value) for c, w in zip(self._controls, self._widgets.values())]
+
     @property
     def title(self) -> str:
         return self.result.get_label()
 
     def update(self) -> Figure:
         """Draw the current values now and return the Figure."""
-        fig = self._draw(**self.kwargs)
-        if not isinstance(fig, Figure):
-            raise ValueError(f"draw must return a matplotlib Figure for the controls' values, "
-                             f"got {type(fig).__name__}")
-        self._figure = fig
-        return fig
+        self._figure = call_draw(self._draw, self.kwargs)
+        return self._figure
 
     def _control_moved(self, change) -> None:
         self.update()  # the figure follows at once (no PNG: a drawing costs a few ms)
         if not self._syncing:
             self._syncing = True
             try:
-                self.index = [c.index_of(w.value)
-                              for c, w in zip(self._controls, self._widgets.values())]
+                self.index = self._indices()
             finally:
                 self._syncing = False
 
@@ -460,11 +463,8 @@ class PageView(anywidget.AnyWidget):
     # What the page draws.
     def refresh(self) -> None:
         """Record every state again (the data behind ``draw`` changed) and push it to the page."""
-        values = self.kwargs
         try:
-            default = [c.index_of(values[c.name]) for c in self._controls]
-            self.scene = encode_scene(build_scene(self._draw, self._controls, default,
-                                                  self.update().get_label()))
+            self.scene = encode_scene(build_scene(self._draw, self._controls, self._indices()))
         finally:
             self._figure = None  # recording drew other states into the Figure
         self.update()
@@ -478,8 +478,7 @@ class PageView(anywidget.AnyWidget):
     # How it shows up in a notebook.
     def text_summary(self) -> str:
         """The deterministic text/plain of the output: the view and its values."""
-        values = ", ".join(f"{c.label} = {c.labels[c.index_of(self._widgets[c.name].value)]}"
-                           for c in self._controls)
+        values = ", ".join(f"{c.label} = {c.labels[i]}" for c, i in zip(self._controls, self.index))
         return f"[{self.title}: {values}]"
 
     def _repr_mimebundle_(self, **kwargs):

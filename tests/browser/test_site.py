@@ -259,7 +259,7 @@ def _box(op: list) -> tuple[float, float, float, float] | None:
 
 
 # The canvas colour under a point of a view, in CSS pixels of its figure.
-PIXELS = """([root, points]) => {
+PIXELS = """(root, points) => {
   const canvas = root.querySelector("canvas"), ctx = canvas.getContext("2d");
   const scale = canvas.width / canvas.clientWidth;
   return points.map(([x, y]) => [...ctx.getImageData(Math.floor(x * scale),
@@ -325,7 +325,7 @@ def test_canvas_heatmap_cells_have_the_colours_of_their_values(name, open_page):
                         points.append((px, py))
                         colour = palette[cells[r * cols + c]]
                         want.append([int(colour[i:i + 2], 16) for i in (1, 3, 5, 7)])
-            got = root.evaluate(PIXELS.replace("([root, points])", "(root, points)"), points)
+            got = root.evaluate(PIXELS, points)
             bad = [(p, g, e) for p, g, e in zip(points, got, want)
                    if max(abs(a - b) for a, b in zip(g, e)) > 3]
             assert not bad, f"{name} view {k} {move or 'stored'}: {len(bad)} of {len(points)} " \
