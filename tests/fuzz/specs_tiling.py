@@ -224,6 +224,23 @@ def _two_then_one():
 _X = torch.zeros(100)
 
 
+def _cost_spec(target: str, call, check, *extra: Case) -> Spec:
+    """A spec of one of the tile-map costs (tile_flops, hbm_accesses): the same arguments and
+    edge cases, each checked against its own formula (``check``); ``extra``: more edges."""
+    return Spec(target, call=call,
+                good=lambda: dict(num_queries=10, num_keys=7, block_size=3, qk_size=4,
+                                  value_size=5, causal=True),
+                rules={"num_queries": "size", "num_keys": "size", "block_size": "size",
+                       "qk_size": "size", "value_size": "size", "causal": "flag"},
+                check=check,
+                edge=[Case("not-causal", _set(causal=False), check),
+                      Case("square", _set(num_queries=12, num_keys=12, block_size=4), check),
+                      Case("Q<K", _set(num_queries=4, num_keys=11), check),
+                      *extra,
+                      Case("numpy-sizes", _set(qk_size=np.int64(8), value_size=np.int64(2)),
+                           check)])
+
+
 SPECS: list[Spec] = [
     Spec("helpers.tiling.OnlineSoftmax", call=tiling.OnlineSoftmax,
          good=lambda: dict(max=rand(3, 1), sum=rand(3, 1).abs(), out=rand(3, 2)),
@@ -315,27 +332,9 @@ SPECS: list[Spec] = [
                Case("block>Q,K", _set(block_size=50), _kinds_check),
                Case("block=1", _set(block_size=1), _kinds_check),
                Case("numpy-sizes", _set(num_queries=np.int64(9), block_size=np.int32(4)), _kinds_check)]),
-    Spec("helpers.tiling.tile_flops", call=tiling.tile_flops,
-         good=lambda: dict(num_queries=10, num_keys=7, block_size=3, qk_size=4, value_size=5,
-                           causal=True),
-         rules={"num_queries": "size", "num_keys": "size", "block_size": "size", "qk_size": "size",
-                "value_size": "size", "causal": "flag"},
-         check=_flops_check,
-         edge=[Case("not-causal", _set(causal=False), _flops_check),
-               Case("square", _set(num_queries=12, num_keys=12, block_size=4), _flops_check),
-               Case("Q<K", _set(num_queries=4, num_keys=11), _flops_check),
-               Case("numpy-sizes", _set(qk_size=np.int64(8), value_size=np.int64(2)), _flops_check)]),
-    Spec("helpers.tiling.hbm_accesses", call=tiling.hbm_accesses,
-         good=lambda: dict(num_queries=10, num_keys=7, block_size=3, qk_size=4, value_size=5,
-                           causal=True),
-         rules={"num_queries": "size", "num_keys": "size", "block_size": "size", "qk_size": "size",
-                "value_size": "size", "causal": "flag"},
-         check=_hbm_check,
-         edge=[Case("not-causal", _set(causal=False), _hbm_check),
-               Case("square", _set(num_queries=12, num_keys=12, block_size=4), _hbm_check),
-               Case("Q<K", _set(num_queries=4, num_keys=11), _hbm_check),
-               Case("block>Q,K", _set(block_size=50), _hbm_check),
-               Case("numpy-sizes", _set(qk_size=np.int64(8), value_size=np.int64(2)), _hbm_check)]),
+    _cost_spec("helpers.tiling.tile_flops", tiling.tile_flops, _flops_check),
+    _cost_spec("helpers.tiling.hbm_accesses", tiling.hbm_accesses, _hbm_check,
+               Case("block>Q,K", _set(block_size=50), _hbm_check)),
     Spec("helpers.tiling.lengths_that_fit", call=tiling.lengths_that_fit,
          good=lambda: dict(free_bytes=15 * 2**30, lengths=[1024, 2048, 4096, 8192], batch=4,
                            heads=16, head_size=64, bytes_per_number=2, share=0.8),
