@@ -68,10 +68,12 @@ lab: install ## open JupyterLab on 127.0.0.1 (token auth on; PORT=8888)
 	cd notebooks && ../$(PY) -m jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser \
 		$(if $(filter 0,$(shell id -u)),--allow-root,)
 
-# Re-execute every notebook in place, storing outputs and widget state (run after editing).
+# Re-execute every notebook in place, storing outputs (run after editing); the widget state goes
+# to notebooks/widget_state/ beside them (tools/widget_state.py says why), timestamps are dropped.
 notebooks: install ## re-execute notebooks in place, storing outputs
 	$(PY) -m jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=300 $(NOTEBOOKS)
+	$(PY) tools/widget_state.py split $(NOTEBOOKS)
 
 # Benchmarks print tables of medians and ratios; `make bench BENCH_ARGS=--write-results` also
 # writes them to benchmarks/RESULTS.md (see `python -m benchmarks --help` for the options).

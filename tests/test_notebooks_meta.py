@@ -9,9 +9,13 @@
   link of this repository in README.md uses the pyproject URL.
 * Stored outputs from one clean top-to-bottom run: every code cell executed, in order, no
   errors; at least one PNG figure (GitHub and nbviewer show it).
-* Widget cells: exactly the cells that display a widget carry ``# NBVAL_IGNORE_OUTPUT``; the
-  widget state is stored in the notebook's metadata, and every ``interactive`` view stores the
-  figure it showed (as ``jupyter nbconvert --execute`` does when the view displays it).
+* Widget cells: exactly the cells that display a widget carry the cell tag
+  ``nbval-ignore-output`` (a tag, not nbval's ``# NBVAL_...`` comment, which readers would see);
+  the widget state is stored beside the notebook (``notebooks/widget_state/NN_name.json``,
+  tools/widget_state.py), not in its metadata, so that renderers without JavaScript pick each
+  view's PNG; no cell keeps ``execution`` timestamps; every page view stores the PNG, text and
+  scene of the state it showed.
+* Every "notebook NN" in the prose links to that notebook.
 * The first code cell after the Colab cell seeds (``h.set_seed(``) and sets the series' one
   theme (``h.set_theme()``); the notebook ends with an "Exercises" section of 3 or more
   exercises, then a "Solutions" section; from notebook 02 on, 3 or more exercises have a check
@@ -49,7 +53,7 @@ NOTEBOOK_PATHS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 NAME = re.compile(r"^(\d\d)_[a-z0-9]+(?:_[a-z0-9]+)*\.ipynb$")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-IGNORE_MARKER = "# NBVAL_IGNORE_OUTPUT"
+IGNORE_TAG = "nbval-ignore-output"
 COLAB_LINK = r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)"
 GITHUB_LINK = r"github\.com/([\w.-]+/[\w.-]+)"
 
@@ -58,14 +62,15 @@ with open(ROOT / "pyproject.toml", "rb") as f:
 REPO_PATH = REPO_URL.removeprefix("https://github.com/").rstrip("/")  # owner/name
 
 
-def _load_sync_colab():
-    spec = importlib.util.spec_from_file_location("sync_colab", ROOT / "tools" / "sync_colab.py")
+def _load_tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-sync_colab = _load_sync_colab()
+sync_colab = _load_tool("sync_colab")
+widget_state = _load_tool("widget_state")
 
 
 @pytest.fixture(params=NOTEBOOK_PATHS, ids=[p.name for p in NOTEBOOK_PATHS])
@@ -352,20 +357,44 @@ def test_stores_a_png_figure(path, nb):
     assert pngs, f"{path.name}: no stored image/png (GitHub and nbviewer would show no figure)"
 
 
-def test_nbval_ignore_output_marks_exactly_the_widget_cells(path, nb):
+def test_nbval_ignore_output_tags_exactly_the_widget_cells(path, nb):
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or cell.execution_count is None:
             continue  # unexecuted cells: test_stored_run_is_complete_and_clean reports them
-        marked = (
-            any(line.strip() == IGNORE_MARKER for line in cell.source.splitlines())
-            or "nbval-ignore-output" in cell.metadata.get("tags", [])
-        )
+        assert "NBVAL" not in cell.source, (
+            f"{path.name}: cell {i}: an nbval marker in the code, where readers see it: use the "
+            "cell tag instead (nbval reads tags such as nbval-ignore-output)")
+        marked = IGNORE_TAG in cell.metadata.get("tags", [])
         widget = _displays_widget(cell)
         assert marked == widget, (
             f"{path.name}: cell {i} "
             + ("displays a widget but lacks" if widget else "displays no widget but carries")
-            + f" '{IGNORE_MARKER}'"
+            + f" the tag {IGNORE_TAG!r}"
         )
+
+
+def test_no_execution_timestamps(path, nb):
+    stamped = [i for i, c in enumerate(nb.cells) if "execution" in c.metadata]
+    assert not stamped, (
+        f"{path.name}: cells {stamped} keep execution timestamps: run `make notebooks` "
+        "(tools/widget_state.py split drops them)")
+
+
+NOTEBOOK_MENTION = re.compile(r"\b[Nn]otebooks? (?:\[)?(\d\d)\b")
+LINKED_MENTION = re.compile(r"\[[Nn]otebook (\d\d)\]\(([^)]+)\)|\[(\d\d)\]\(([^)]+)\)")
+
+
+def test_every_notebook_mention_links_to_it(path, nb):
+    names = {p.name[:2]: p.name for p in NOTEBOOK_PATHS}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for match in LINKED_MENTION.finditer(cell.source):
+            number, target = match.group(1) or match.group(3), match.group(2) or match.group(4)
+            assert target == names.get(number), (
+                f"{path.name}: cell {i}: notebook {number} links to {target!r}")
+        bare = NOTEBOOK_MENTION.findall(LINKED_MENTION.sub("", cell.source))
+        assert not bare, f"{path.name}: cell {i}: 'notebook {bare[0]}' is not a link to it"
 
 
 def test_widget_state_is_stored(path, nb):
@@ -373,10 +402,16 @@ def test_widget_state_is_stored(path, nb):
         o.data[WIDGET_VIEW]["model_id"]
         for c in _code_cells(nb) for o in c.outputs if WIDGET_VIEW in o.get("data", {})
     ]
+    assert "widgets" not in nb.metadata, (
+        f"{path.name}: widget state in the notebook's metadata, where GitHub's renderer picks the "
+        "empty widget view over each view's PNG: run `make notebooks` (tools/widget_state.py)")
     if not shown:
         return  # no widgets, nothing to store
-    store = nb.metadata.get("widgets", {}).get(WIDGET_STATE)
-    assert store, f"{path.name}: displays widgets but stores no metadata.widgets[{WIDGET_STATE!r}]"
+    store_path = widget_state.state_path(path)
+    widgets = widget_state.load(path)
+    assert widgets, f"{path.name}: displays widgets but {store_path} is missing: run make notebooks"
+    store = widgets.get(WIDGET_STATE)
+    assert store, f"{path.name}: {store_path.name} holds no {WIDGET_STATE!r}"
     assert store.get("version_major") == 2, f"widget state version {store.get('version_major')}"
     state = store["state"]
     missing = [m for m in shown if m not in state]

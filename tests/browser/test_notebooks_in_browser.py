@@ -10,7 +10,7 @@ outputs, Run → Run All Cells, and check that
   no view that "could not be drawn", and no plain-text fallback such as ``PageView(`` that shows
   when the widget manager did not load);
 * the page shows as many page views (``.ahv-view``, helpers/widgets/view.js) as the notebook's
-  stored widget state (``metadata.widgets``) holds PageView models, at least one; every displayed
+  stored widget state (``notebooks/widget_state/NN_name.json``) holds PageView models, at least one; every displayed
   widget is a page view (a notebook that displays another widget fails: this test would not
   move it);
 * every control of every page view, moved the way a reader moves it (range: ArrowRight, or
@@ -91,14 +91,16 @@ def _is_page_view(model: dict) -> bool:
 class StoredViews:
     """What the stored notebook says its widget outputs are."""
 
-    models: int  # PageView models in metadata.widgets
+    models: int  # PageView models in the stored widget state
     cells: dict[int, int]  # cell index → its outputs that are page views
     others: list[str]  # displayed widgets that are not page views: "cell 4: DropdownModel"
 
 
 def stored_views(path: Path) -> StoredViews:
     nb = json.loads(path.read_text())
-    state = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state") or {}
+    state_file = path.parent / "widget_state" / f"{path.stem}.json"  # tools/widget_state.py
+    widgets = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    state = widgets.get(WIDGET_STATE, {}).get("state") or {}
     cells: dict[int, int] = {}
     others = []
     for i, cell in enumerate(nb["cells"]):
@@ -108,7 +110,7 @@ def stored_views(path: Path) -> StoredViews:
             model = state.get(out["data"][WIDGET_VIEW]["model_id"])
             assert model is not None, (
                 f"{path.name}: cell {i} displays a widget that the stored widget state "
-                f"(metadata.widgets[{WIDGET_STATE!r}]) lacks: run `make notebooks`"
+                f"({state_file}) lacks: run `make notebooks`"
             )
             if _is_page_view(model):
                 cells[i] = cells.get(i, 0) + 1
@@ -422,7 +424,7 @@ def test_notebook_runs_and_every_control_moves_its_view(
     # What the page must show, from the copy JupyterLab serves (parsed before it is opened).
     stored = stored_views(jupyterlab.root / notebook)
     assert stored.models >= 1, (
-        f"{notebook}: no PageView in its stored widget state (metadata.widgets): re-execute it "
+        f"{notebook}: no PageView in its stored widget state (notebooks/widget_state/): re-execute it "
         f"with page views (`make notebooks`)"
     )
     assert not stored.others, (
