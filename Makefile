@@ -81,15 +81,22 @@ BENCH_ARGS ?=
 bench: install ## benchmarks (BENCH_ARGS=--write-results)
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
-# The static edition: site/ (rebuilt each time) holds one HTML page per notebook from its stored
-# outputs, nothing run, views still movable. The JavaScript is package-lock.json's, from npm at
-# build time only (npm ci, again only when the lockfile changes); the pages load nothing remote.
+# The course site: site/ (rebuilt each time) is Sphinx + MyST-NB + sphinx-book-theme over the
+# notebooks' stored outputs, nothing run, views still movable (tools/build_site.py). Its Python
+# packages are requirements-site.txt's (installed here only); its JavaScript and CJK font are
+# package-lock.json's, from npm at build time only (npm ci, again only when the lockfile
+# changes). The pages load nothing remote.
+SITE_STAMP := $(VENV)/.site-installed
+$(SITE_STAMP): requirements-site.txt $(STAMP)
+	@$(call pip,-r requirements-site.txt)
+	@touch $@
+
 node_modules/.package-lock.json: package.json package-lock.json
 	@command -v npm >/dev/null || { echo "error: make site needs Node.js and npm" >&2; exit 1; }
 	npm ci --ignore-scripts --no-audit --no-fund
 	@touch $@
 
-site: install node_modules/.package-lock.json ## static HTML edition in site/ (needs npm)
+site: install $(SITE_STAMP) node_modules/.package-lock.json ## course site in site/ (needs npm)
 	$(PY) tools/build_site.py
 
 clean: ## remove .venv and caches

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ["Makefile", "requirements.txt", "requirements-colab-widgets.txt", "pyproject.toml",
+COPIED = ["Makefile", "requirements.txt", "requirements-colab-widgets.txt", "requirements-site.txt",
+          "pyproject.toml",
           "package.json", "package-lock.json"]
 STAGES = ["test-unit", "test-colab-widgets", "test-notebooks", "test-notebooks-simulated",
           "test-browser"]
@@ -222,3 +223,18 @@ def test_lab_listens_on_localhost_with_token_auth_on(project):
     assert out.returncode == 0, out.stderr
     lab = next(line for line in out.stdout.splitlines() if "jupyter lab" in line)
     assert "--ip=127.0.0.1" in lab and "token" not in lab.lower(), lab
+
+
+def test_site_installs_the_site_pins_then_builds_and_install_alone_does_not(project):
+    out = make(project, "install")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not any("requirements-site.txt" in args for args in pip_installs(project))
+    out = make(project, "site")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert pip_installs(project)[-1] == [
+        "--quiet", "--disable-pip-version-check", "-r", "requirements-site.txt"]
+    assert calls(project)[-1]["args"] == ["tools/build_site.py"]
+    # A second make site installs nothing more (the stamp), and builds again.
+    before = len(pip_installs(project))
+    assert make(project, "site").returncode == 0
+    assert len(pip_installs(project)) == before

@@ -1,30 +1,43 @@
-"""Build site/, the static edition: one HTML page per notebook, from its STORED outputs.
+"""Build site/, the course site: Sphinx + MyST-NB + sphinx-book-theme over the notebooks' STORED
+outputs (nothing is executed), the page views still movable without a kernel.
 
-Run by `make site` (after `npm ci`): nothing is executed. Widgets, page views included, render
-from the widget state the notebooks saved, so their controls still move the figures without a
-kernel. Every script, style and font comes from site/static/, copied from node_modules/; the
-build fails if a page would still load anything from another host when opened.
+Run by `make site` (after `npm ci` and `pip install -r requirements-site.txt`). Steps:
+1. build/site-src/ gets tools/site/ (conf.py, site.css, require-config.js), the JavaScript from
+   node_modules/ (require.js, the widget renderer, anywidget, MathJax 2) and each notebook
+   prepared for readers: its widget state merged back (tools/widget_state.py), the Colab badge
+   and Colab cell removed (the theme's launch button links to Colab), solutions tagged
+   ``hide-cell`` and check cells ``hide-input`` (collapsed until clicked).
+2. The landing page (index.md): what the series teaches, in order, a picture per notebook (its
+   first figure), how to run it.
+3. A subset of Noto Sans SC (npm @fontsource/noto-sans-sc) holding only the CJK characters
+   the pages use, so the Chinese terms render on a machine without a CJK font.
+4. sphinx-build; then every page and style sheet is checked to load nothing from another host.
 Options (developers): --notebooks DIR (default notebooks/), --out DIR (default site/).
 """
 
 from __future__ import annotations
 
 import argparse
-import html
+import importlib.util
+import io
 import json
 import re
 import shutil
+import subprocess
 import sys
+import time
+import tomllib
+from base64 import b64decode
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
-from jinja2 import DictLoader
-from nbconvert import HTMLExporter
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
-# What the pages load, as (glob under node_modules/, folder under site/static/).
+SITE_SRC = ROOT / "tools" / "site"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# What the pages load, as (glob under node_modules/, folder under _static/).
 STATIC = [
     ("requirejs/require.js", "."),
     # The widget renderer (reads the saved widget state); the woff2 files are Font Awesome,
@@ -34,27 +47,32 @@ STATIC = [
     # anywidget's npm build is itself an AMD module: define(["@jupyter-widgets/base"], ...).
     ("anywidget/dist/index.js", "anywidget"),
 ]
-# MathJax 2 as nbconvert's template loads it (one combined file: TeX input, CommonHTML output,
-# menus) plus what that loads on demand: the Safe extension, TeX extensions, glyph data, MathML
-# operator tables, web fonts. Left out: other output renderers, menu translations, the a11y
-# explorer (3.7 MB), each loaded only if a reader picks it in the maths menu.
+# MathJax 2 (one combined file: TeX input, CommonHTML output, menus) plus what that loads on
+# demand: the Safe extension, TeX extensions, glyph data, MathML operator tables, web fonts.
+# Left out: other output renderers, menu translations, the a11y explorer (3.7 MB).
 MATHJAX = [
     "MathJax.js", "config/TeX-AMS_CHTML-full.js", "config/Safe.js", "extensions/*.js",
     "extensions/TeX/*.js", "jax/element/mml/optable/*.js", "jax/output/CommonHTML/autoload/*.js",
     "jax/output/CommonHTML/fonts/TeX/*.js", "fonts/HTML-CSS/TeX/woff/*.woff",
 ]
-# nbconvert's lab page, with require.js told where anywidget is (else the widget renderer
-# fetches it from a CDN) and without the mermaid loader (a CDN import; no notebook needs it).
-TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head_js_requirejs -%}
-{{ super() }}
-<script>require.config({paths: {anywidget: "static/anywidget/index"}});</script>
-{%- endblock html_head_js_requirejs -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-"""
-# A remote image in markdown (the Colab badge) becomes a plain link: nothing loads at open.
-LINKED_IMAGE = re.compile(r"\[!\[([^\]]*)\]\((?:https?:)?//[^)]*\)\]\(([^)]*)\)")
-REMOTE_IMAGE = re.compile(r"!\[([^\]]*)\]\(((?:https?:)?//[^)\s]*)[^)]*\)")
+FONTSOURCE = NODE / "@fontsource" / "noto-sans-sc"
+CJK_FAMILY = "Noto Sans SC subset"
+# Colab's badge line, first in each notebook (tools/sync_colab.py writes it).
+BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\s*\n+")
+CHECK = re.compile(r"^def check_\d+\(", re.M)
+
+
+def load_tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+widget_state = load_tool("widget_state")
+
+
+# ------------------------------------------------------------------------------ sources
 
 
 def copy_static(static: Path) -> None:
@@ -74,14 +92,171 @@ def copy_static(static: Path) -> None:
         shutil.copy2(src, target)
 
 
+def prepare(notebook: Path) -> nbformat.NotebookNode:
+    """The notebook as a reader of the site gets it (see the module docstring)."""
+    nb = widget_state.merged(notebook)
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if "colab-badge" in tags:
+            cell.source = BADGE.sub("", cell.source)
+        if "colab-setup" in tags:
+            tags.append("remove-cell")
+        elif cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("source_hidden"):
+            # A solution: its code and its printed answer, both behind one click.
+            tags.append("hide-cell")
+            cell.source = re.sub(r"^#@title [^\n]*\n", "", cell.source)
+            cell.metadata["mystnb"] = {"code_prompt_show": "Show the solution",
+                                       "code_prompt_hide": "Hide the solution"}
+        elif cell.cell_type == "code" and CHECK.search(cell.source):
+            # An exercise's check: its code holds the answer; its output ("not answered yet")
+            # stays in view.
+            tags.append("hide-input")
+            cell.metadata["mystnb"] = {"code_prompt_show": "Show the check's code",
+                                       "code_prompt_hide": "Hide the check's code"}
+    return nb
+
+
 def title_of(nb) -> str:
     """The notebook's first markdown heading, without the #s."""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
-                if line.startswith("#"):
+                if line.startswith("# "):
                     return line.lstrip("#").strip()
     return "(untitled)"
+
+
+def introduction(nb) -> str:
+    """The notebook's opening paragraph (markdown), and the list it leads into if it ends with
+    a colon: what the notebook teaches, in its own words."""
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        blocks = [b.strip() for b in re.split(r"\n\s*\n", BADGE.sub("", cell.source))
+                  if b.strip() and not b.lstrip().startswith("#")]
+        taken = []
+        for block in blocks:
+            taken.append(block)
+            if not block.endswith(":"):
+                break
+        return "\n\n".join(taken)
+    return ""
+
+
+def first_figure(nb) -> bytes | None:
+    """The PNG of the notebook's first view, else its first figure."""
+    pngs = [(WIDGET_VIEW not in out.get("data", {}), b64decode(out["data"]["image/png"]))
+            for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+            if "image/png" in out.get("data", {})]
+    return min(pngs, key=lambda p: p[0])[1] if pngs else None
+
+
+LANDING = """\
+# Attention, hands-on
+
+Attention mechanisms（注意力机制）in PyTorch, one idea per notebook: each is built from
+scratch, checked against a small tested helper, and drawn as a figure you can move. Start at
+[notebook 01]({first}) and go in order: each notebook uses what the ones before it built.
+
+- **This site**: read it here; the figures redraw when you move their controls, with no Python
+  and no network (everything the pages use is served with them). The code is what ran and the
+  outputs are the stored ones. Solutions, and the code of the checks, stay folded until you click.
+- **JupyterLab**: clone the repository, then `make lab` (it creates the virtual environment,
+  installs the pinned packages and opens JupyterLab on 127.0.0.1).
+- **Colab**: the rocket button at the top of each notebook page opens that notebook in Colab;
+  its first cell fetches the repository's `helpers` there and installs nothing.
+
+{cards}
+
+```{{toctree}}
+:hidden:
+:maxdepth: 1
+
+{toctree}
+```
+"""
+
+
+def landing(notebooks: list[Path], nbs: list, static: Path) -> str:
+    """index.md: the series in order, each notebook with its first figure and its opening."""
+    (static / "cards").mkdir(parents=True, exist_ok=True)
+    cards, names = [], []
+    for path, nb in zip(notebooks, nbs):
+        title = title_of(nb)
+        card = [f"## [{title}]({path.name})", ""]
+        picture = first_figure(nb)
+        if picture:
+            (static / "cards" / f"{path.stem}.png").write_bytes(picture)
+            card += [f'<img class="series-card" src="_static/cards/{path.stem}.png" '
+                     f'alt="The first figure of notebook {path.stem[:2]}" loading="lazy">', ""]
+        card.append(introduction(nb))
+        cards.append("\n".join(card))
+        names.append(path.stem)
+    return LANDING.format(first=notebooks[0].name, cards="\n\n".join(cards),
+                          toctree="\n".join(names))
+
+
+# ------------------------------------------------------------------------------ CJK font
+
+
+def cjk_characters(text: str) -> set[str]:
+    """The characters a Latin-only machine may lack: CJK, and their full-width punctuation."""
+    return {c for c in text if ord(c) >= 0x2E80}
+
+
+def ranges(spec: str) -> set[int]:
+    """The code points of a CSS unicode-range such as ``U+4e00-4e2f,U+ff01``."""
+    points: set[int] = set()
+    for part in spec.split(","):
+        part = part.strip().removeprefix("U+").removeprefix("u+")
+        low, _, high = part.partition("-")
+        points.update(range(int(low, 16), int(high or low, 16) + 1))
+    return points
+
+
+def cjk_font(chars: set[str], static: Path) -> tuple[int, int]:
+    """Write _static/cjk.css and _static/fonts/: Noto Sans SC (400) cut to ``chars``, one
+    woff2 per fontsource chunk that holds any of them. Returns (files, bytes)."""
+    from fontTools import subset
+
+    css = (FONTSOURCE / "400.css").read_text(encoding="utf-8")
+    faces = re.findall(r"url\(\./files/([^)]+\.woff2)\)[^;]*;\s*unicode-range:\s*([^;]+);", css)
+    if not faces:
+        sys.exit(f"error: no @font-face in {FONTSOURCE / '400.css'}: run `npm ci`")
+    wanted = {ord(c) for c in chars}
+    (static / "fonts").mkdir(parents=True, exist_ok=True)
+    rules, covered, size = [], set(), 0
+    for name, spec in faces:
+        points = sorted((wanted & ranges(spec)) - covered)
+        if not points:
+            continue
+        options = subset.Options()
+        options.flavor = "woff2"
+        options.layout_features = ["*"]
+        font = subset.load_font(str(FONTSOURCE / "files" / name), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=points)
+        subsetter.subset(font)
+        buffer = io.BytesIO()
+        subset.save_font(font, buffer, options)
+        (static / "fonts" / name).write_bytes(buffer.getvalue())
+        size += len(buffer.getvalue())
+        covered.update(points)
+        unicode_range = ",".join(f"U+{p:x}" for p in points)
+        rules.append(f'@font-face {{ font-family: "{CJK_FAMILY}"; font-style: normal; '
+                     f"font-weight: 400; font-display: block; "
+                     f'src: url("fonts/{name}") format("woff2"); unicode-range: {unicode_range}; }}')
+    lacking = wanted - covered
+    if lacking:
+        sys.exit("error: Noto Sans SC has no glyph for " + "".join(sorted(map(chr, lacking))))
+    (static / "cjk.css").write_text(
+        "/* Noto Sans SC (SIL Open Font License 1.1, npm @fontsource/noto-sans-sc), cut by\n"
+        "   tools/build_site.py to the CJK characters these pages use. */\n"
+        + "\n".join(rules) + "\n", encoding="utf-8")
+    return len(rules), size
+
+
+# ------------------------------------------------------------------------------ offline
 
 
 class RemoteLoads(HTMLParser):
@@ -129,47 +304,23 @@ class RemoteLoads(HTMLParser):
         self.found += [f"CSS {url}" for url in self.CSS.findall(text)]
 
 
-def write_offline(path: Path, text: str) -> None:
-    """Write the page, unless it would load something from another host when opened."""
-    parser = RemoteLoads()
-    parser.feed(text)
-    if parser.found:
-        sys.exit(f"error: {path.name} would load from another host when opened:\n  "
-                 + "\n  ".join(parser.found))
-    path.write_text(text, encoding="utf-8")
+def check_offline(out: Path) -> None:
+    """Fail if any page or style sheet would load something from another host when opened."""
+    problems = []
+    for page in sorted(out.rglob("*.html")):
+        parser = RemoteLoads()
+        parser.feed(page.read_text(encoding="utf-8"))
+        problems += [f"{page.relative_to(out)}: {found}" for found in parser.found]
+    for sheet in sorted(out.rglob("*.css")):
+        parser = RemoteLoads()
+        parser.css(sheet.read_text(encoding="utf-8"))
+        problems += [f"{sheet.relative_to(out)}: {found}" for found in parser.found]
+    if problems:
+        sys.exit("error: the site would load from another host when opened:\n  "
+                 + "\n  ".join(problems))
 
 
-def build_page(exporter: HTMLExporter, notebook: Path, out: Path) -> str:
-    nb = nbformat.read(notebook, as_version=4)
-    title = title_of(nb)
-    nb.metadata["title"] = title  # the page's <title>
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source = REMOTE_IMAGE.sub(r"[\1](\2)", LINKED_IMAGE.sub(r"[\1](\2)", cell.source))
-    body, _ = exporter.from_notebook_node(nb)
-    write_offline(out / f"{notebook.stem}.html", body)
-    return title
-
-
-INDEX = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>Attention, hands-on: the static edition</title>
-<style>body {{ font: 17px/1.6 system-ui, sans-serif; max-width: 42em; margin: 2em auto;
-padding: 0 1em; color: #222 }} li {{ margin: .3em 0 }}</style>
-</head>
-<body>
-<h1>Attention, hands-on</h1>
-<p>The static edition: the {n} notebooks as they were last run, to read in a browser without
-Python or a kernel; their views still redraw when you move the controls.</p>
-<ul>
-{items}
-</ul>
-</body>
-</html>
-"""
+# ------------------------------------------------------------------------------ main
 
 
 def main() -> None:
@@ -177,6 +328,7 @@ def main() -> None:
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
     parser.add_argument("--out", type=Path, default=ROOT / "site")
     args = parser.parse_args()
+    start = time.perf_counter()
     out: Path = args.out.resolve()
     notebooks = sorted(args.notebooks.glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
@@ -184,30 +336,48 @@ def main() -> None:
     # Rebuilt from scratch; refuse to empty a folder that is not a previous build.
     if out.exists() and any(out.iterdir()) and not (out / "index.html").is_file():
         sys.exit(f"error: {out} is not empty and holds no index.html: not removing it")
-    shutil.rmtree(out, ignore_errors=True)
-    copy_static(out / "static")
 
-    exporter = HTMLExporter(
-        template_name="lab",
-        extra_loaders=[DictLoader({"site.html.j2": TEMPLATE})],
-        template_file="site.html.j2",
-        require_js_url="static/require.js",
-        widget_renderer_url="static/html-manager/embed-amd.js",
-        mathjax_url="static/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
-    )
-    items = []
-    for notebook in notebooks:
-        title = build_page(exporter, notebook, out)
-        items.append(f'<li><a href="{notebook.stem}.html">{html.escape(title)}</a></li>')
-    write_offline(out / "index.html", INDEX.format(n=len(notebooks), items="\n".join(items)))
+    src = ROOT / "build" / "site-src"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(SITE_SRC, src, ignore=shutil.ignore_patterns("__pycache__"))
+    static = src / "_static"
+    copy_static(static)
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        repository = tomllib.load(f)["project"]["urls"]["Repository"]
+    (src / "site_info.json").write_text(json.dumps({"repository_url": repository}))
+
+    nbs = [prepare(path) for path in notebooks]
+    text = []
+    for path, nb in zip(notebooks, nbs):
+        nbformat.write(nb, src / path.name)
+        text.append(json.dumps(nb, ensure_ascii=False))
+    index = landing(notebooks, nbs, static)
+    (src / "index.md").write_text(index, encoding="utf-8")
+    fonts, font_bytes = cjk_font(cjk_characters("".join(text) + index), static)
+
+    # Built in build/ (MyST-NB writes its jupyter_execute/ beside the output), then moved.
+    html_dir = ROOT / "build" / "site-html"
+    shutil.rmtree(html_dir, ignore_errors=True)
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W",
+                          "--keep-going", "-j", "auto", str(src), str(html_dir)], cwd=ROOT)
+    if run.returncode:
+        sys.exit(f"error: sphinx-build failed ({run.returncode}); sources in {src}")
+    shutil.rmtree(html_dir / ".doctrees", ignore_errors=True)
+    (html_dir / ".buildinfo").unlink(missing_ok=True)
+    for path in notebooks:  # the download button gives the notebook as committed
+        shutil.copy2(path, html_dir / "_sources" / path.name)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.move(html_dir, out)
+    check_offline(out)
 
     pages = sorted(out.glob("*.html"))
+    files = [f for f in out.rglob("*") if f.is_file()]
+    total = sum(f.stat().st_size for f in files)
     for page in pages:
         print(f"{page.stat().st_size / 1e3:8.0f} kB  {page.relative_to(out.parent)}")
-    static = sum(f.stat().st_size for f in (out / "static").rglob("*") if f.is_file())
-    total = static + sum(p.stat().st_size for p in pages)
-    print(f"{static / 1e3:8.0f} kB  {out.name}/static/ (require.js, widget renderer, anywidget, "
-          f"MathJax)\n{total / 1e3:8.0f} kB  total, {len(pages)} pages, in {out}")
+    print(f"{font_bytes / 1e3:8.0f} kB  CJK font subset ({fonts} woff2 files)")
+    print(f"{total / 1e6:8.1f} MB  total, {len(files)} files, {len(pages)} pages, in {out}, "
+          f"built in {time.perf_counter() - start:.1f} s")
 
 
 if __name__ == "__main__":

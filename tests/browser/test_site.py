@@ -20,6 +20,7 @@ import math
 import os
 import re
 import statistics
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,18 @@ from conftest import ARTIFACTS, SUMMARIES, _cannot_run, notebooks_dir  # tests/b
 from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
 
 pytestmark = pytest.mark.browser
+
+
+def _load_widget_state():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "widget_state", Path(__file__).resolve().parents[2] / "tools" / "widget_state.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+widget_state = _load_widget_state()
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("ATTN_SITE_DIR") or ROOT / "site").resolve()
@@ -134,11 +147,156 @@ def open_page(browser, base_url):
         page.context.close()
 
 
-def test_index_links_every_notebook_page(open_page):
+def test_landing_page_shows_and_links_every_notebook_in_order(open_page):
     p = open_page("index.html")
-    links = p.page.eval_on_selector_all("li a", "as => as.map((a) => a.getAttribute('href'))")
-    assert links == [f"{name}.html" for name in NOTEBOOKS]
+    page = p.page
+    cards = page.eval_on_selector_all(
+        "article h2 a.reference", "as => as.map((a) => a.getAttribute('href'))")
+    assert cards == [f"{name}.html" for name in NOTEBOOKS], "one card per notebook, in order"
+    pictures = page.locator("img.series-card")
+    assert pictures.count() == len(NOTEBOOKS)
+    for k in range(pictures.count()):
+        pictures.nth(k).scroll_into_view_if_needed()
+        pictures.nth(k).evaluate("(img) => img.decode()")
+        assert pictures.nth(k).evaluate("(img) => img.naturalWidth") > 100
+    sidebar = page.eval_on_selector_all(
+        "nav.bd-docs-nav a.reference", "as => as.map((a) => a.getAttribute('href'))")
+    assert [h for h in sidebar if h.endswith(".html") and h[:2].isdigit()] == cards
     p.check("index.html")
+
+
+@pytest.mark.parametrize("k", range(len(NOTEBOOKS)), ids=NOTEBOOKS)
+def test_every_page_links_the_index_its_neighbours_and_the_notebooks_it_names(k, open_page):
+    name = NOTEBOOKS[k]
+    page = open_page(f"{name}.html").page
+    sidebar = page.eval_on_selector_all(
+        "nav.bd-docs-nav a", "as => as.map((a) => a.getAttribute('href'))")
+    assert "index.html" in sidebar or "#" in sidebar and k == -1, f"{name}: no link to the index"
+    assert all(f"{n}.html" in sidebar for n in NOTEBOOKS if n != name), f"{name}: sidebar {sidebar}"
+    prev = page.locator(".prev-next-area a.left-prev").get_attribute("href")
+    assert prev == ("index.html" if k == 0 else f"{NOTEBOOKS[k - 1]}.html"), f"{name}: prev {prev}"
+    following = page.locator(".prev-next-area a.right-next")
+    if k + 1 < len(NOTEBOOKS):
+        assert following.get_attribute("href") == f"{NOTEBOOKS[k + 1]}.html"
+    else:
+        assert following.count() == 0
+    # Every "notebook NN" of the prose is a link to that notebook's page.
+    bare = page.evaluate(r"""() => {
+      const found = [], walker = document.createTreeWalker(
+        document.querySelector("article"), NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (n.parentElement.closest("a, pre, code, .cell_output")) continue;
+        for (const m of n.textContent.matchAll(/[Nn]otebooks? (\d\d)/g)) found.push(m[0]);
+      }
+      return found;
+    }""")
+    assert not bare, f"{name}: mentions that are not links: {bare}"
+    for link in page.eval_on_selector_all(
+            "article a", r"as => as.filter((a) => /^[Nn]otebook \d\d$|^\d\d$/.test(a.textContent))"
+            ".map((a) => [a.textContent, a.getAttribute('href')])"):
+        number = link[0][-2:]
+        assert link[1].startswith(next(n for n in NOTEBOOKS if n.startswith(number))), link
+
+
+def test_search_for_online_softmax_lands_on_notebook_09(open_page):
+    p = open_page("search.html?q=online+softmax")
+    page = p.page
+    page.wait_for_selector("#search-results ul.search li a", timeout=RENDER_TIMEOUT_MS)
+    first = page.locator("#search-results ul.search li a").first.get_attribute("href")
+    assert first.startswith("09_attention_at_scale.html"), f"first result: {first}"
+    p.check("search")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_solutions_and_check_code_stay_hidden_until_clicked(name, open_page):
+    nb = json.loads((notebooks_dir() / f"{name}.ipynb").read_text())
+    solutions = [c for c in nb["cells"] if c["cell_type"] == "code"
+                 and c["metadata"].get("jupyter", {}).get("source_hidden")]
+    page = open_page(f"{name}.html").page
+    # What a reader sees before clicking anything: no solution, no verdict, no check's code.
+    verdicts = page.evaluate(r"""() => [...document.querySelectorAll(".cell_output")]
+        .filter((o) => o.checkVisibility()).map((o) => o.innerText)
+        .filter((t) => /exercise \d+: correct|^correct/m.test(t))""")
+    assert not verdicts, f"{name}: verdicts visible before any click: {verdicts}"
+    checks = page.locator("div.cell.tag_hide-input")
+    assert checks.count() >= 1, f"{name}: no folded check cell"
+    for k in range(checks.count()):
+        assert not checks.nth(k).locator(".cell_input").is_visible(), f"{name}: check {k} shown"
+        assert "not answered yet" in checks.nth(k).locator(".cell_output").inner_text()
+    hidden = page.locator("div.cell.tag_hide-cell")
+    assert hidden.count() == len(solutions) >= 3, f"{name}: {hidden.count()} folded solutions"
+    for k in range(hidden.count()):
+        cell = hidden.nth(k)
+        code, output = cell.locator(".cell_input"), cell.locator(".cell_output")
+        assert not code.is_visible() and not output.is_visible(), f"{name}: solution {k} shown"
+        cell.locator("summary").first.click()
+        assert code.is_visible(), f"{name}: solution {k} does not open on a click"
+        assert "Solution to exercise" not in code.inner_text()  # Colab's #@title line is gone
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_no_colab_cell_test_marker_or_prompt(name, open_page):
+    page = open_page(f"{name}.html").page
+    text = page.inner_text("body")
+    for noise in ("google.colab", "NBVAL", "In [", "Out[", "#@title", "colab-badge.svg"):
+        assert noise not in text, f"{name}: the page shows {noise!r}"
+    assert not page.locator("img[src*='colab-badge']").count()  # the theme's own Colab icon is local
+
+
+# The fonts Chromium drew an element's text with (DevTools protocol).
+def platform_fonts(page, selector: str) -> list[dict]:
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    return cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+
+
+def test_chinese_terms_are_drawn_with_the_shipped_font(open_page, report):
+    # Checked where Chromium has no CJK font of its own (this machine, CI): the glyphs can only
+    # come from the site's subset of Noto Sans SC.
+    system_cjk = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+    p = open_page("02_attention_pooling.html")
+    page = p.page
+    page.evaluate("() => document.fonts.ready")
+    page.evaluate("""() => { const p = [...document.querySelectorAll("article p")]
+        .find((e) => /[\u4e00-\u9fff]/.test(e.textContent)); p.id = "first-chinese"; }""")
+    fonts = platform_fonts(page, "#first-chinese")
+    cjk = [f for f in fonts if "Noto Sans SC" in f["familyName"]]
+    assert cjk and all(f["isCustomFont"] for f in cjk), f"fonts used: {fonts}"
+    assert not [f for f in fonts if f["familyName"] in ("", "Tofu")], fonts
+    loaded = page.evaluate("""() => performance.getEntriesByType("resource")
+        .map((r) => r.name).filter((n) => n.includes("/_static/fonts/"))""")
+    assert loaded, "no font file of the subset was fetched"
+    sizes = [(SITE / "_static" / "fonts").glob("*.woff2")]
+    total = sum(f.stat().st_size for f in (SITE / "_static" / "fonts").glob("*.woff2"))
+    assert total < 300_000, f"the CJK subset weighs {total / 1e3:.0f} kB"
+    report(f"site CJK: {len(cjk)} shipped faces drew the Chinese terms of 02 "
+           f"({'no system CJK font' if not system_cjk.strip() else 'a system CJK font exists too'});"
+           f" subset {total / 1e3:.0f} kB in {len(list(sizes[0]))} files")
+    p.check("02 fonts")
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.mark.parametrize("name", ["index", *NOTEBOOKS])
+def test_phone_width_page_never_scrolls_sideways(name, browser, base_url):
+    context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True,
+                                  has_touch=True)
+    try:
+        page = context.new_page()
+        remote: list[str] = []
+        local_only(context, base_url, remote)
+        page.goto(base_url + f"{name}.html", wait_until="load")
+        if name != "index":
+            page.wait_for_function(RENDERED, timeout=RENDER_TIMEOUT_MS)
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"{name}: the page is {width} px wide at 390 px"
+        assert not remote
+    finally:
+        context.close()
 
 
 def has_maths(notebook: Path) -> bool:
@@ -259,9 +417,11 @@ def _box(op: list) -> tuple[float, float, float, float] | None:
 
 
 # The canvas colour under a point of a view, in CSS pixels of its figure.
-PIXELS = """(root, points) => {
+# (The view may be drawn smaller than its figure to fit the page's column: scale from the
+# figure's width, not the canvas's CSS width.)
+PIXELS = """(root, [points, width]) => {
   const canvas = root.querySelector("canvas"), ctx = canvas.getContext("2d");
-  const scale = canvas.width / canvas.clientWidth;
+  const scale = canvas.width / width;
   return points.map(([x, y]) => [...ctx.getImageData(Math.floor(x * scale),
                                                      Math.floor(y * scale), 1, 1).data]);
 }"""
@@ -278,7 +438,7 @@ def test_canvas_heatmap_cells_have_the_colours_of_their_values(name, open_page):
     from helpers.widgets.page import scene_json
     from helpers.widgets.page import scene_ops as lookup
 
-    nb = nbformat.read(notebooks_dir() / f"{name}.ipynb", as_version=4)
+    nb = widget_state.merged(notebooks_dir() / f"{name}.ipynb")  # the state the site merges in
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     shown = [o.data["application/vnd.jupyter.widget-view+json"]["model_id"]
              for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
@@ -325,7 +485,7 @@ def test_canvas_heatmap_cells_have_the_colours_of_their_values(name, open_page):
                         points.append((px, py))
                         colour = palette[cells[r * cols + c]]
                         want.append([int(colour[i:i + 2], 16) for i in (1, 3, 5, 7)])
-            got = root.evaluate(PIXELS, points)
+            got = root.evaluate(PIXELS, [points, scene["width"]])
             bad = [(p, g, e) for p, g, e in zip(points, got, want)
                    if max(abs(a - b) for a, b in zip(g, e)) > 3]
             assert not bad, f"{name} view {k} {move or 'stored'}: {len(bad)} of {len(points)} " \
