@@ -87,6 +87,8 @@ def test_per_row_view_slider_changes_image():
     fig = view.result
     assert [s.value for s in sliders(view)] == [8, 5, 2]
     assert [s.max for s in sliders(view)] == [8, 8, 8]
+    assert [s.description for s in sliders(view)] == [
+        "batch 0 valid length", "batch 1 valid length", "batch 2 valid length"]
     first = [image.copy() for image in drawn(fig)]
     sliders(view)[1].value = 3
     assert view.result is fig  # redrawn in place
@@ -100,7 +102,10 @@ def test_per_row_view_slider_changes_image():
 def test_per_query_view_one_slider_per_query():
     scores = demo_scores(2, 2, 4)
     view = valid_length_view(scores, per_query=True, valid_lens=[[1, 3], [2, 4]])
-    assert len(sliders(view)) == 4
+    assert [s.description for s in sliders(view)] == [
+        "batch 0, query 0 valid length", "batch 0, query 1 valid length",
+        "batch 1, query 0 valid length", "batch 1, query 1 valid length"]
+    assert all(s.style.description_width == "initial" for s in sliders(view))  # not cut short
     assert_drawn_equals(view.result, expected_weights(scores, [[1, 3], [2, 4]]))
     sliders(view)[2].value = 0  # batch 1, query 0
     assert_drawn_equals(view.result, expected_weights(scores, [[1, 3], [0, 4]]))

@@ -83,7 +83,7 @@ def test_title_curves_and_marker_follow_the_step_and_the_model(runs):
     view = mw.training_view(runs)
     fig = view.result
     for num_heads, step in ((2, 5), (1, 15), (1, 0), (2, 20)):
-        control(view, "model").value = num_heads
+        control(view, "number of heads H").value = num_heads
         control(view, "training step").value = step
         run = runs[num_heads]
         prev_acc, next_acc = mw.checkpoint_at(run, step).accuracy
@@ -118,7 +118,7 @@ def test_moving_the_controls_updates_the_figure_in_place(runs):
     images = [ax.images[0] for ax in heatmaps(fig)]
     before = [im.get_array().copy() for im in images]
     control(view, "training step").value = 20
-    control(view, "model").value = 1
+    control(view, "number of heads H").value = 1
     assert view.result is fig and [ax.images[0] for ax in heatmaps(fig)] == images
     assert not np.allclose(images[0].get_array(), before[0])
     assert shown_png(view).startswith(b"\x89PNG")
@@ -197,4 +197,4 @@ def test_demo_views_show_a_figure():  # build time: benchmarks/bench_sliders.py
     assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
     step = control(view, "training step")
     assert step.value == step.options[-1] == 200 and tuple(step.options[:3]) == (0, 5, 10)
-    assert control(view, "model").value == 2
+    assert control(view, "number of heads H").value == 2

@@ -60,7 +60,7 @@ def test_moving_the_bandwidth_redraws_fit_and_heatmap_together_in_the_same_figur
     view = nw_view(data)
     fig = view.result
     before_line, before_image, _ = (a.copy() if isinstance(a, np.ndarray) else a for a in drawn(fig))
-    slider = control(view, "bandwidth")
+    slider = control(view, "bandwidth σ")
     slider.value = 0.3
     assert view.result is fig
     y_line, image, clim = drawn(fig)
@@ -75,7 +75,7 @@ def test_moving_the_bandwidth_redraws_fit_and_heatmap_together_in_the_same_figur
 
 def test_choosing_a_kernel_redraws_with_that_kernel(data):
     view = nw_view(data)
-    control(view, "bandwidth").value = 0.8
+    control(view, "bandwidth σ").value = 0.8
     _, gaussian_image, _ = drawn(view.result)
     gaussian_image = gaussian_image.copy()
     control(view, "kernel").value = "boxcar"
@@ -91,7 +91,7 @@ def test_choosing_a_kernel_redraws_with_that_kernel(data):
 def test_every_kernel_draws_what_nadaraya_watson_returns(data, kernel):
     view = nw_view(data, kernel="gaussian", bandwidth=2.0)
     control(view, "kernel").value = kernel
-    control(view, "bandwidth").value = 0.05  # narrow: compact kernels leave queries unreached
+    control(view, "bandwidth σ").value = 0.05  # narrow: compact kernels leave queries unreached
     y_line, image, _ = drawn(view.result)
     y_ref, w_ref = nadaraya_watson(data.x_train, data.y_train, data.x_test, kernel, 0.05)
     np.testing.assert_allclose(image, w_ref.numpy(), rtol=1e-5, atol=1e-7)
@@ -138,7 +138,7 @@ def test_the_default_view_uses_the_notebook_data():
     _, image, _ = drawn(view.result)
     _, w_ref = nadaraya_watson(default.x_train, default.y_train, default.x_test)
     np.testing.assert_allclose(image, w_ref.numpy(), rtol=1e-5, atol=1e-7)
-    slider = control(view, "bandwidth")
+    slider = control(view, "bandwidth σ")
     assert slider.continuous_update is False and math.isclose(slider.value, 1.0)
     assert sorted(control(view, "kernel").options) == ["boxcar", "constant", "epanechnikov", "gaussian"]
 
@@ -159,7 +159,7 @@ def test_one_fixed_colour_scale_for_every_bandwidth_and_kernel(data):
     for kernel, bandwidth in [("gaussian", 0.01), ("gaussian", 10.0), ("boxcar", 0.5),
                               ("constant", 1.0)]:
         control(view, "kernel").value = kernel
-        control(view, "bandwidth").value = bandwidth
+        control(view, "bandwidth σ").value = bandwidth
         norm = view.result.axes[1].images[0].norm
         assert view.result.axes[1].images[0] is image
         assert isinstance(norm, PowerNorm) and norm.gamma == 0.5
@@ -204,4 +204,4 @@ def test_the_view_refuses_a_bandwidth_off_its_slider(data, bandwidth):
     with pytest.raises(ValueError, match=r"bandwidth must lie on the slider, in \[0.01, 10\], got"):
         nw_view(data, bandwidth=bandwidth)
     for edge in (0.01, 10.0):
-        assert math.isclose(control(nw_view(data, bandwidth=edge), "bandwidth").value, edge)
+        assert math.isclose(control(nw_view(data, bandwidth=edge), "bandwidth σ").value, edge)

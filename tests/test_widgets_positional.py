@@ -44,9 +44,9 @@ def frame(fig: Figure) -> tuple[float, float]:
 @pytest.mark.parametrize("d", [32, 8, 4, 64])
 def test_encoding_view_draws_the_table_and_its_columns(d):
     view = positional.encoding_view()
-    control(view, "dimension d").value = d
-    control(view, "first column").value = 0
-    control(view, "first column").value = min(6, d - 4)
+    control(view, "encoding dimension d").value = d
+    control(view, "first column shown").value = 0
+    control(view, "first column shown").value = min(6, d - 4)
     ax = heatmap_axes(view.result)
     want = expected_table(60, d)
     np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), want, atol=1e-12)
@@ -66,7 +66,7 @@ def test_column_slider_moves_the_curves_and_the_frame():
     image = heatmap_axes(view.result).images[0]
     place = heatmap_axes(view.result).get_position().bounds
     before = [line.get_ydata().copy() for line in curve_axes(view.result).lines]
-    control(view, "first column").value = 20
+    control(view, "first column shown").value = 20
     after = [line.get_ydata() for line in curve_axes(view.result).lines]
     assert not any(np.allclose(b, a) for b, a in zip(before, after))
     assert frame(view.result) == (20, 4)
@@ -79,10 +79,10 @@ def test_dimension_slider_redraws_the_table_and_the_columns_move_left_to_fit():
     # The page view needs fixed value lists: d in multiples of 4, first column in even steps
     # (one sine/cosine pair) over the widest table; columns past d are moved left to fit.
     view = positional.encoding_view(32, 26)
-    column = control(view, "first column")
+    column = control(view, "first column shown")
     assert (column.min, column.max, column.step) == (0, 60, 2)
-    assert tuple(control(view, "dimension d").options) == tuple(range(4, 65, 4))
-    control(view, "dimension d").value = 12
+    assert tuple(control(view, "encoding dimension d").options) == tuple(range(4, 65, 4))
+    control(view, "encoding dimension d").value = 12
     assert column.value == 26  # the slider keeps its place
     assert heatmap_axes(view.result).images[0].get_array().shape == (60, 12)
     assert frame(view.result) == (8, 4)
@@ -121,9 +121,9 @@ def drawn_points(fig: Figure) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("j", [0, 2, 7, 15])
 def test_rotated_points_are_the_pairs_of_row_i_plus_delta(j):
     view = positional.rotation_view()
-    control(view, "pair j").value = j
+    control(view, "column pair j").value = j
     for delta in [-3, 0, 1, 5, 17]:
-        control(view, "offset δ").value = delta
+        control(view, "position offset δ").value = delta
         dots, rings = drawn_points(view.result)
         rows = range(8)
         want_dots = [[formula(i, 2 * j, 32), formula(i, 2 * j + 1, 32)] for i in rows]
@@ -150,11 +150,11 @@ def test_arcs_run_on_the_unit_circle_from_each_dot_to_its_ring():
 def test_each_slider_changes_the_drawing():
     view = positional.rotation_view(delta=2, j=2)
     dots, rings = (a.copy() for a in drawn_points(view.result))
-    control(view, "offset δ").value = 6
+    control(view, "position offset δ").value = 6
     dots_2, rings_2 = drawn_points(view.result)
     np.testing.assert_array_equal(dots, dots_2)
     assert not np.allclose(rings, rings_2)
-    control(view, "pair j").value = 9
+    control(view, "column pair j").value = 9
     dots_3, _ = drawn_points(view.result)
     assert not np.allclose(dots_2, dots_3)
 

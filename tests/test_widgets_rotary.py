@@ -75,7 +75,7 @@ def test_tokens_are_fixed_and_not_shared_by_reference():
 # ---------------------------------------------------------------- the shift view
 def test_shift_view_draws_the_scores_and_their_change():
     view = rotary.shift_view()
-    slider = control(view, "shift s")
+    slider = control(view, "position shift s")
     assert (slider.min, slider.max, slider.value) == (0, rotary.MAX_SHIFT, 0)
     first = maps(view.result)
     for shift in (0, 9, 150):
@@ -150,7 +150,7 @@ def curves(fig: Figure) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def test_frequency_view_draws_every_pair_against_the_position():
     view = rotary.frequency_view()
-    slider = control(view, "base")
+    slider = control(view, "frequency base")
     assert slider.value == 10000.0
     for base in (10.0, 100.0, 10000.0, 1e6):
         slider.value = base

@@ -40,7 +40,7 @@ def online_parts(fig: Figure):
 @pytest.mark.parametrize("step", range(1, 7))
 def test_online_view_draws_the_running_values_of_the_formulas(step):
     view = scale.online_view(step=0)
-    control(view, "key blocks").value = step
+    control(view, "key blocks folded in").value = step
     ax_scores, ax_sum, ax_out = online_parts(view.result)
     m, total, partial = seen_formulas(step)
     # the running max: a line at m over the keys seen
@@ -93,7 +93,7 @@ def test_step_zero_shows_nothing_seen_and_scales_stay_fixed():
     view = scale.online_view(step=3)
     fig = view.result
     limits = [ax.get_ylim() for ax in fig.axes]
-    control(view, "key blocks").value = 0
+    control(view, "key blocks folded in").value = 0
     assert view.result is fig  # redrawn in place
     ax_scores, ax_sum, ax_out = online_parts(fig)
     assert np.isnan(ax_scores.lines[-1].get_data()[1]).all()
@@ -114,7 +114,7 @@ def test_online_trace_and_bad_steps():
 def test_online_slider_changes_the_displayed_png():
     view = scale.online_view(step=1)
     before = shown_png(view)
-    control(view, "key blocks").value = 4
+    control(view, "key blocks folded in").value = 4
     after = shown_png(view)
     assert before.startswith(b"\x89PNG") and after.startswith(b"\x89PNG") and before != after
 
@@ -133,7 +133,7 @@ def expected_map(Q: int, K: int, b: int, causal: bool) -> np.ndarray:
 @pytest.mark.parametrize("block_size", scale.BLOCK_CHOICES)
 def test_tiles_view_colours_every_score_by_what_its_tile_does(block_size):
     view = scale.tiles_view(block_size=scale.BLOCK_CHOICES[0])
-    control(view, "block size").value = block_size
+    control(view, "block size b").value = block_size
     ax, bars = view.result.axes
     drawn = ax.images[0].get_array()
     want = expected_map(100, 100, block_size, True)
@@ -177,7 +177,7 @@ def test_tile_map_with_fewer_queries_than_keys_is_lower_right():
 def test_tiles_slider_changes_the_displayed_png():
     view = scale.tiles_view(block_size=16)
     before = shown_png(view)
-    control(view, "block size").value = 48
+    control(view, "block size b").value = 48
     assert shown_png(view) != before
 
 
@@ -185,7 +185,7 @@ def test_tiles_slider_changes_the_displayed_png():
 @pytest.mark.parametrize("kv_heads", scale.KV_HEAD_CHOICES)
 def test_gqa_view_shows_the_groups_and_the_cache_formula(kv_heads):
     view = scale.gqa_view(kv_heads=32)
-    control(view, "K/V heads G").value = kv_heads
+    control(view, "key/value heads G").value = kv_heads
     ax, lines = view.result.axes
     group = 32 // kv_heads
     rows = np.asarray(ax.images[0].get_array())
@@ -230,7 +230,7 @@ def test_gqa_names_the_two_ends_and_rejects_other_head_counts():
 def test_gqa_slider_changes_the_displayed_png():
     view = scale.gqa_view(kv_heads=8)
     before = shown_png(view)
-    control(view, "K/V heads G").value = 1
+    control(view, "key/value heads G").value = 1
     assert shown_png(view) != before
 
 

@@ -46,7 +46,7 @@ def test_scaling_inputs_are_seeded_unit_normals():
 @pytest.mark.parametrize("scaled", [True, False])
 def test_scaling_view_draws_the_softmax_of_the_scores(d, scaled):
     view = scoring.scaling_view()
-    control(view, "d").value = d
+    control(view, "query/key size d").value = d
     control(view, "divide scores by √d").value = scaled
     drawn = heatmap(view.result)
     want = expected_scaling(d, scaled)
@@ -60,7 +60,7 @@ def test_scaling_view_draws_the_softmax_of_the_scores(d, scaled):
 def test_each_control_changes_the_image():
     view = scoring.scaling_view(d=64, scaled=True)
     before = heatmap(view.result).copy()
-    control(view, "d").value = 128
+    control(view, "query/key size d").value = 128
     after_d = heatmap(view.result).copy()
     assert not np.allclose(before, after_d)
     control(view, "divide scores by √d").value = False
@@ -225,7 +225,7 @@ def panels(fig: Figure) -> list:
 @pytest.mark.parametrize("num_hiddens", [1, 5, 16])
 def test_hidden_size_view_draws_the_score_landscapes(num_hiddens):
     view = scoring.hidden_size_view()
-    control(view, "num_hiddens").value = num_hiddens
+    control(view, "hidden units num_hiddens").value = num_hiddens
     fig = view.result
     want = expected_landscapes(num_hiddens)
     axes = panels(fig)
@@ -266,7 +266,7 @@ def test_one_hidden_unit_gives_the_same_ranks_in_both_additive_panels():
 
 def test_hidden_size_slider_changes_only_the_additive_row_and_is_reproducible():
     view = scoring.hidden_size_view(num_hiddens=4)
-    slider = control(view, "num_hiddens")
+    slider = control(view, "hidden units num_hiddens")
     assert (slider.min, slider.max, slider.continuous_update) == (1, 16, False)
     fig = view.result
     first = [ax.images[0].get_array().copy() for ax in panels(fig)]

@@ -4,11 +4,13 @@ both sliders change the drawing. Steps and examples count from 1 (step t is row 
 from __future__ import annotations
 
 import ipywidgets as widgets
+import matplotlib as mpl
 import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
 
+from helpers.plotting import set_theme
 from helpers.widgets.page import PageView
 from helpers import seq2seq as s
 from helpers.widgets import seq2seq as ws
@@ -49,9 +51,9 @@ def first_step_weights(model: s.Seq2Seq, text: str) -> np.ndarray:
 
 def test_the_image_is_what_predict_returns_for_the_chosen_example(model):
     view = ws.alignment_view(model, TEXTS, TARGETS)
-    assert (control(view, "example").min, control(view, "example").max) == (1, 4)
+    assert (control(view, "example date").min, control(view, "example date").max) == (1, 4)
     for i in [2, 0, 3, 1]:
-        control(view, "example").value = i + 1
+        control(view, "example date").value = i + 1
         tokens, weights = s.predict(model, TEXTS[i])
         fig = view.result
         np.testing.assert_allclose(drawn(fig), weights.numpy(), rtol=1e-5, atol=1e-7)
@@ -68,7 +70,7 @@ def test_the_step_slider_moves_the_outline_and_the_bars(model):
     tokens, weights = s.predict(model, TEXTS[1])
     fig = view.result
     image = fig.axes[0].images[0]
-    slider = control(view, "step")
+    slider = control(view, "decoding step t")
     assert (slider.min, slider.max, slider.value) == (1, len(tokens), 1)
     np.testing.assert_allclose(bars(fig), weights[0].numpy(), rtol=1e-6)  # step 1 = row 0
     assert fig.axes[1].get_title() == f"step 1: writes {tokens[0]!r}"
@@ -86,11 +88,28 @@ def test_the_step_slider_moves_the_outline_and_the_bars(model):
 def test_the_example_slider_changes_the_image(model):
     view = ws.alignment_view(model, TEXTS)
     first = drawn(view.result).copy()
-    control(view, "example").value = 2
+    control(view, "example date").value = 2
     second = drawn(view.result)
     assert first.shape != second.shape or not np.allclose(first, second)
-    control(view, "example").value = 1
+    control(view, "example date").value = 1
     np.testing.assert_array_equal(drawn(view.result), first)
+
+
+def test_margins_fit_the_labels_once_per_example(model):
+    # Long labels widen the margins (step "12: …" labels push the heatmap right, "September"
+    # the bars up); a step move changes no label, so the axes stay where they are.
+    with mpl.rc_context():
+        set_theme()  # the notebooks' larger fonts
+        view = ws.alignment_view(model, ["September 21, 2004", "3 May 1998"])
+        places = lambda: [ax.get_position().bounds for ax in view.result.axes]  # noqa: E731
+        first = places()
+        assert first[0][0] > ws.MARGINS["left"] and first[1][1] > ws.MARGINS["bottom"]
+        control(view, "decoding step t").value = 3
+        assert places() == first
+        control(view, "example date").value = 2
+        assert places() != first
+        control(view, "example date").value = 1
+        assert places() == first  # the same example, the same layout
 
 
 def test_weights_rows_sum_to_one_and_step_is_clipped(model):
@@ -212,7 +231,7 @@ def test_a_view_refuses_what_its_sliders_cannot_show(model):
 
 def test_a_view_takes_numpy_ints(model):
     view = ws.alignment_view(model, TEXTS, example=np.int64(2), step=np.int32(1), max_steps=np.int64(12))
-    assert control(view, "example").value == 2  # np.int64 was refused
+    assert control(view, "example date").value == 2  # np.int64 was refused
     want = s.predict(model, TEXTS[1])[1].numpy()
     np.testing.assert_allclose(drawn(view.result), want, rtol=1e-6)
 
@@ -241,4 +260,4 @@ def test_demo_views_show_figures():  # build time: benchmarks/bench_sliders.py
     view = views["alignment"]
     assert isinstance(view, PageView) and isinstance(view.result, Figure)
     assert shown_png(view).startswith(b"\x89PNG")  # shown in the output area, not only kept
-    assert control(view, "example").max == 6 and control(view, "step").max >= 2
+    assert control(view, "example date").max == 6 and control(view, "decoding step t").max >= 2

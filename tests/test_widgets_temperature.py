@@ -162,6 +162,7 @@ def test_moving_the_slider_redraws_in_place_with_a_fixed_colour_scale(scores):
     image_artist = fig.subfigs[0].axes[0].images[0]
     s = slider(view)
     assert s.min == -2 and s.max == 2 and s.base == 10 and s.continuous_update is False
+    assert s.description == "temperature τ"
     for value in (0.01, 100.0, 0.3):
         s.value = value
         assert view.result is fig and fig.subfigs[0].axes[0].images[0] is image_artist

@@ -155,7 +155,7 @@ def test_explorer_view_controls_move_the_figure_in_place(run):
     view = tw.explorer_view(run, layer=1, head=1, example=0)
     fig = view.result
     controls = {c.description: c for c in view.children if hasattr(c, "description")}
-    names = ("training step", "layer", "head", "example")
+    names = ("training step", "layer", "head", "example sequence")
     step, layer, head, example = (controls[k] for k in names)
     assert isinstance(step, widgets.SelectionSlider) and list(step.options) == run.steps
     assert step.value == run.steps[-1]

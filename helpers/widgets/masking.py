@@ -130,7 +130,8 @@ def valid_length_view(
     sliders = {
         name: widgets.IntSlider(
             value=int(n), min=0, max=K, continuous_update=False,
-            description=f"batch {b}" if q is None else f"b{b} q{q}",
+            description=(f"batch {b} valid length" if q is None
+                         else f"batch {b}, query {q} valid length"),
             style={"description_width": "initial"},
         )
         for name, (b, q), n in zip(names, cells, start.flatten().tolist())

@@ -187,7 +187,8 @@ def training_view(
                                         style={"description_width": "initial"}),
         "num_heads": widgets.ToggleButtons(
             options=[(f"{H} head{'s' if H > 1 else ''}", H) for H in sorted(runs)],
-            value=int(num_heads), description="model"),
+            value=int(num_heads), description="number of heads H",
+            style={"description_width": "initial"}),
     }
 
     def draw(step: int, num_heads: int) -> Figure:

@@ -136,7 +136,7 @@ def nw_view(
         draw, 
         kernel=widgets.Dropdown(options=list(KERNELS), value=kernel, description="kernel"),
         bandwidth=widgets.FloatLogSlider(value=float(bandwidth), base=10, min=-2, max=1, step=0.05,
-                                         description="bandwidth", readout_format=".3f",
+                                         description="bandwidth σ", readout_format=".3f",
                                          continuous_update=False),
     )
     return view

@@ -84,10 +84,17 @@ def _columns(num_hiddens: int, first_col: int, num_cols: int) -> range:
     return range(start, start + count)
 
 
-def _encoding_parts(fig: Figure, num_positions: int, count: int):
-    """(heatmap axes, curve axes) of a figure ``draw_encoding`` made with T rows and ``count``
-    curves, else None."""
+def _label_digits(num_hiddens: int) -> int:
+    """Digits the legend's column labels keep room for (at least two: d up to 100)."""
+    return max(2, len(str(num_hiddens - 1)))
+
+
+def _encoding_parts(fig: Figure, num_positions: int, count: int, digits: int):
+    """(heatmap axes, curve axes) of a figure ``draw_encoding`` made with T rows, ``count``
+    curves and room in the legend for ``digits``-digit columns, else None."""
     if fig.get_label() != ENCODING_LABEL or len(fig.subfigs) != 2:
+        return None
+    if getattr(fig, "_legend_digits", 0) < digits:
         return None
     maps = [ax for ax in fig.subfigs[0].axes if ax.images]
     curves = fig.subfigs[1].axes
@@ -98,8 +105,12 @@ def _encoding_parts(fig: Figure, num_positions: int, count: int):
     return maps[0], curves[0]
 
 
-def _layout_encoding(fig: Figure, P: np.ndarray, count: int) -> None:
+def _layout_encoding(fig: Figure, P: np.ndarray, count: int, digits: int) -> None:
+    """Heatmap and colour bar on the left; the curves on the right, their legend beside them
+    (outside the axes: the layout makes room for it; above the curves it was wider than the
+    axes). Laid out with ``digits``-digit placeholder labels: the widest a redraw writes."""
     start_figure(fig, ENCODING_LABEL)
+    fig._legend_digits = digits
     left, right = fig.subfigures(1, 2, width_ratios=[1.15, 1])
     show_heatmaps(P, xlabel=XLABEL, ylabel=YLABEL, cmap="RdBu_r", vmin=-1.0, vmax=1.0, fig=left)
     left.axes[-1].set_yticks([-1.0, -0.5, 0.0, 0.5, 1.0])  # the colorbar: fewer labels to draw
@@ -107,9 +118,11 @@ def _layout_encoding(fig: Figure, P: np.ndarray, count: int) -> None:
     ax = right.subplots()
     positions = np.arange(P.shape[0])
     for k in range(count):
-        ax.plot(positions, np.zeros(P.shape[0]), color=COLORS[k % len(COLORS)], label=f"Col {k}")
-    ax.legend(loc="upper center", fontsize="small", ncols=min(count, 4))  # texts set per draw
-    ax.set_ylim(-1.1, 1.45)  # room for the legend above the curves
+        ax.plot(positions, np.zeros(P.shape[0]), color=COLORS[k % len(COLORS)],
+                label="Col " + "8" * digits)  # the texts are set per draw
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+              fontsize="small")
+    ax.set_ylim(-1.1, 1.1)
     ax.set_yticks([-1.0, -0.5, 0.0, 0.5, 1.0])
     ax.set_xlabel(YLABEL)
     ax.set_ylabel("P[i, column]")
@@ -123,8 +136,9 @@ def draw_encoding(
     chosen columns framed; right: those ``num_cols`` columns as curves over the positions.
 
     The columns start at ``first_col`` (moved left when they would not fit in d). A Figure this
-    function drew (same T and number of curves) is updated in place, the layout kept; any other
-    Figure is cleared and redrawn. ``first_col`` >= 0; ``num_cols`` >= 1 (at most d are shown).
+    function drew (same T and number of curves, a legend with room for d's column numbers) is
+    updated in place, the layout kept; any other Figure is cleared and redrawn.
+    ``first_col`` >= 0; ``num_cols`` >= 1 (at most d are shown).
     """
     num_positions = check_positive_int("num_positions", num_positions)
     num_hiddens = check_positive_int("num_hiddens", num_hiddens)
@@ -135,22 +149,23 @@ def draw_encoding(
     cols = _columns(num_hiddens, first_col, num_cols)
     if fig is None:
         fig = Figure(figsize=(9.0, 3.4))
-    parts = _encoding_parts(fig, num_positions, len(cols))
+    digits = _label_digits(num_hiddens)
+    parts = _encoding_parts(fig, num_positions, len(cols), digits)
     fresh = parts is None
     if fresh:
-        _layout_encoding(fig, P, len(cols))
-        parts = _encoding_parts(fig, num_positions, len(cols))
+        _layout_encoding(fig, P, len(cols), digits)
+        parts = _encoding_parts(fig, num_positions, len(cols), digits)
     ax_map, ax_curves = parts
     ax_map.images[0].set_data(P)
     ax_map.images[0].set_extent((-0.5, num_hiddens - 0.5, num_positions - 0.5, -0.5))
     ax_map.patches[0].set_bounds(cols.start - 0.5, -0.5, len(cols), num_positions)
     ax_map.set_title(f"P: {num_positions} positions × {num_hiddens} columns", fontsize="medium")
+    if fresh:
+        freeze_layout(fig)  # with the placeholder labels in the legend: later ones are no wider
     for line, text, col in zip(ax_curves.lines, ax_curves.get_legend().get_texts(), cols):
         line.set_ydata(P[:, col])
         line.set_label(f"Col {col}")
         text.set_text(f"Col {col}")  # the legend is updated, not rebuilt
-    if fresh:
-        freeze_layout(fig)
     return fig
 
 
@@ -191,10 +206,11 @@ def encoding_view(
     return interactive_figure(
         draw,
         num_hiddens=widgets.SelectionSlider(options=sizes, value=int(num_hiddens),
-                                            description="dimension d", continuous_update=False,
+                                            description="encoding dimension d",
+                                            continuous_update=False,
                                             style={"description_width": "initial"}),
         first_col=widgets.IntSlider(value=first_col, min=0, max=last, step=2,
-                                    description="first column", continuous_update=False,
+                                    description="first column shown", continuous_update=False,
                                     style={"description_width": "initial"}),
     )
 
@@ -311,10 +327,11 @@ def rotation_view(
     return interactive_figure(
         draw, 
         delta=widgets.IntSlider(value=delta, min=-max_delta, max=max_delta, step=2,
-                                description="offset δ",
-                                continuous_update=False),
-        j=widgets.IntSlider(value=j, min=0, max=num_hiddens // 2 - 1, description="pair j",
-                            continuous_update=False),
+                                description="position offset δ", continuous_update=False,
+                                style={"description_width": "initial"}),
+        j=widgets.IntSlider(value=j, min=0, max=num_hiddens // 2 - 1,
+                            description="column pair j", continuous_update=False,
+                            style={"description_width": "initial"}),
     )
 
 

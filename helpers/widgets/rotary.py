@@ -170,8 +170,8 @@ def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> Pa
 
     return interactive_figure(
         draw, 
-        shift=widgets.IntSlider(value=shift, min=0, max=MAX_SHIFT, description="shift s",
-                                continuous_update=False),
+        shift=widgets.IntSlider(value=shift, min=0, max=MAX_SHIFT, description="position shift s",
+                                continuous_update=False, style={"description_width": "initial"}),
     )
 
 
@@ -308,8 +308,9 @@ def frequency_view(
     return interactive_figure(
         draw, 
         base=widgets.FloatLogSlider(value=base, base=10, min=1, max=6, step=0.25,
-                                    description="base", readout_format=",.0f",
-                                    continuous_update=False),
+                                    description="frequency base", readout_format=",.0f",
+                                    continuous_update=False,
+                                    style={"description_width": "initial"}),
     )
 
 

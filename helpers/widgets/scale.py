@@ -191,8 +191,8 @@ def online_view(step: int = 2, *, block_size: int = 8, num_keys: int = 48,
 
     return interactive_figure(
         draw, 
-        step=widgets.IntSlider(value=step, min=0, max=steps, description="key blocks",
-                               continuous_update=False))
+        step=widgets.IntSlider(value=step, min=0, max=steps, description="key blocks folded in",
+                               continuous_update=False, style={"description_width": "initial"}))
 
 
 # ---------------------------------------------------------------------------- 2. tiles
@@ -303,7 +303,8 @@ def tiles_view(block_size: int = 16, causal: bool = True, *, num_queries: int = 
     return interactive_figure(
         draw, 
         block_size=widgets.SelectionSlider(options=list(BLOCK_CHOICES), value=block_size,
-                                           description="block size", continuous_update=False),
+                                           description="block size b", continuous_update=False,
+                                           style={"description_width": "initial"}),
         causal=widgets.Checkbox(value=bool(causal), description="causal mask"))
 
 
@@ -409,7 +410,7 @@ def gqa_view(kv_heads: int = 8) -> PageView:
     return interactive_figure(
         lambda kv_heads: draw_gqa(kv_heads, fig=fig), 
         kv_heads=widgets.SelectionSlider(options=list(KV_HEAD_CHOICES), value=kv_heads,
-                                         description="K/V heads G", continuous_update=False,
+                                         description="key/value heads G", continuous_update=False,
                                          style={"description_width": "initial"}))
 
 

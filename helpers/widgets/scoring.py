@@ -118,7 +118,7 @@ def _layout_scaling(fig: Figure, num_queries: int, num_keys: int) -> None:
     ax_bar.set_xlim(0.0, 1.0)
     ax_bar.set_ylim(num_queries - 0.5, -0.5)  # query 0 on top, as in the heatmap
     ax_bar.set_yticks(range(num_queries))
-    ax_bar.set_xlabel("largest weight (dashed: 1/K)")
+    ax_bar.set_xlabel("largest weight\n(dashed: 1/K)")  # one line is wider than the axes
 
 
 def _is_scaling_figure(fig: Figure, num_queries: int, num_keys: int) -> bool:
@@ -182,8 +182,8 @@ def scaling_view(
 
     return interactive_figure(
         draw, 
-        d=widgets.SelectionSlider(options=KEY_SIZES, value=int(d), description="d",
-                                  continuous_update=False),
+        d=widgets.SelectionSlider(options=KEY_SIZES, value=int(d), description="query/key size d",
+                                  continuous_update=False, style={"description_width": "initial"}),
         scaled=widgets.Checkbox(value=bool(scaled), description="divide scores by √d"),
     )
 
@@ -488,7 +488,7 @@ def hidden_size_view(num_hiddens: int = 1, *, seed: int = 0) -> PageView:
     return interactive_figure(
         draw, 
         num_hiddens=widgets.IntSlider(value=int(num_hiddens), min=1, max=16,
-                                      description="num_hiddens",
+                                      description="hidden units num_hiddens",
                                       continuous_update=False,
                                       style={"description_width": "initial"}),
     )

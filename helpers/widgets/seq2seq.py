@@ -20,6 +20,7 @@ import torch
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.transforms import Bbox
 
 from ..checks import check_holds_data, check_seed
 from ..plotting import MASKED_COLOR, to_numpy
@@ -33,6 +34,8 @@ __all__ = ["step_labels", "draw_alignment", "alignment_title", "alignment_view",
 ALIGNMENT_LABEL = "seq2seq.alignment"  # Figure label: tells draw_alignment a figure is its own
 HIGHLIGHT = "#1f77b4"
 MAX_STEPS = 64  # decoding steps a view may ask for: one heatmap row each
+MARGINS = {"left": 0.19, "right": 0.95, "top": 0.8, "bottom": 0.17}  # the grid's, at least
+PAD_PX = 4  # the least room between a text and the figure's edge
 
 
 def _check_tokens(name: str, tokens: object) -> list[str]:
@@ -81,10 +84,9 @@ def _is_alignment_figure(fig: Figure) -> bool:
 def _layout(fig: Figure) -> None:
     """Build the axes: heatmap on top, bars below sharing its x axis; no colorbar (the bars
     give the scale, and a colorbar would cost a third of each redraw). A fixed grid, no layout
-    engine: a redraw only redraws."""
+    engine: a redraw only redraws (``_fit_margins`` widens the margins once per example)."""
     start_figure(fig, ALIGNMENT_LABEL, fixed_layout=True)  # margins set below
-    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], left=0.19, right=0.95, top=0.8,
-                            bottom=0.17, hspace=0.4)
+    grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], hspace=0.4, **MARGINS)
     ax_map = fig.add_subplot(grid[0])
     ax_bar = fig.add_subplot(grid[1], sharex=ax_map)
     ax_map.imshow(np.zeros((1, 1)), cmap=colormaps["Reds"].with_extremes(bad=MASKED_COLOR),
@@ -115,6 +117,46 @@ def _set_content(fig: Figure, source_tokens: Sequence[str], output_tokens: Seque
     for bar in list(ax_bar.patches):
         bar.remove()
     ax_bar.bar(range(T), np.zeros(T), color=HIGHLIGHT)
+
+
+def _fit_margins(fig: Figure) -> None:
+    """Widen the grid's margins (from ``MARGINS``) until every label clears the figure's edge
+    by ``PAD_PX``: long step labels ("11: <eos>") push the heatmap right, long source tokens
+    the bars up; then slide a title wider than its axes sideways into the figure. Measured
+    once per example and title (a step move changes no label), not per draw."""
+    axes = fig.axes
+    grid = axes[0].get_subplotspec().get_gridspec()
+    width, height = fig.bbox.width, fig.bbox.height
+
+    def place(**margins: float) -> None:
+        grid.update(**margins)  # (it moves the axes of pyplot's figures only)
+        for ax in axes:
+            ax.set_position(ax.get_subplotspec().get_position(fig))
+
+    def extent(titles: bool) -> Bbox:  # display px, with or without the titles
+        for ax in axes:
+            ax.title.set_visible(titles)
+        try:
+            return Bbox.union([ax.get_tightbbox() for ax in axes])
+        finally:
+            for ax in axes:
+                ax.title.set_visible(True)
+
+    place(**MARGINS)
+    for ax in axes:
+        ax.title.set_x(0.5)
+    for _ in range(2):  # a second look: moving an axes can move its labels
+        sides, tops = extent(titles=False), extent(titles=True)
+        over = {"left": (PAD_PX - sides.x0) / width, "right": (sides.x1 - width + PAD_PX) / width,
+                "bottom": (PAD_PX - tops.y0) / height, "top": (tops.y1 - height + PAD_PX) / height}
+        if max(over.values()) <= 0:
+            break
+        place(left=grid.left + max(over["left"], 0.0), right=grid.right - max(over["right"], 0.0),
+              bottom=grid.bottom + max(over["bottom"], 0.0), top=grid.top - max(over["top"], 0.0))
+    for ax in axes:
+        box = ax.title.get_window_extent()
+        shift = max(PAD_PX - box.x0, 0.0) - max(box.x1 - width + PAD_PX, 0.0)  # px
+        ax.title.set_x(0.5 + shift / ax.bbox.width)
 
 
 def _shows(fig: Figure, source_tokens: Sequence[str], output_tokens: Sequence[str],
@@ -161,17 +203,21 @@ def draw_alignment(
     check_figure("fig", fig, optional=True)
     if fig is None:
         fig = Figure(figsize=(6.0, 5.6))
-    if not _is_alignment_figure(fig):
+    changed = not _is_alignment_figure(fig)
+    if changed:
         _layout(fig)
-        _set_content(fig, source_tokens, output_tokens, weights)
-    elif not _shows(fig, source_tokens, output_tokens, weights):
+    changed = changed or not _shows(fig, source_tokens, output_tokens, weights)
+    if changed:
         _set_content(fig, source_tokens, output_tokens, weights)
     ax_map, ax_bar = fig.axes
     ax_map.patches[0].set_y(step - 1.5)  # row step - 1
     for bar, height in zip(ax_bar.patches, weights[step - 1]):
         bar.set_height(height)
+    changed = changed or ax_map.get_title() != title
     ax_map.set_title(title, fontsize="medium")
     ax_bar.set_title(f"step {step}: writes {output_tokens[step - 1]!r}", fontsize="medium")
+    if changed:
+        _fit_margins(fig)
     return fig
 
 
@@ -227,9 +273,10 @@ def alignment_view(
 
     view = interactive_figure(
         draw, 
-        example=widgets.IntSlider(value=example, min=1, max=len(texts), description="example",
-                                  continuous_update=False),
-        step=widgets.IntSlider(value=step, min=1, max=longest, description="step"),
+        example=widgets.IntSlider(value=example, min=1, max=len(texts), description="example date",
+                                  continuous_update=False, style={"description_width": "initial"}),
+        step=widgets.IntSlider(value=step, min=1, max=longest, description="decoding step t",
+                               style={"description_width": "initial"}),
     )
     return view
 

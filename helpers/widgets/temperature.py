@@ -162,8 +162,9 @@ def temperature_view(scores: torch.Tensor, temperature: float = 1.0) -> PageView
     return interactive_figure(
         draw, 
         temperature=widgets.FloatLogSlider(
-            value=float(temperature), base=10, min=-2, max=2, step=0.1, description="τ",
-            readout_format=".2f", continuous_update=False),
+            value=float(temperature), base=10, min=-2, max=2, step=0.1,
+            description="temperature τ", readout_format=".2f", continuous_update=False,
+            style={"description_width": "initial"}),
     )
 
 

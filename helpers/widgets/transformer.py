@@ -262,7 +262,8 @@ def explorer_view(run: induction.TrainingRun, step: int | None = None, layer: in
                                         style={"description_width": "initial"}),
         "layer": widgets.IntSlider(value=layer, min=1, max=L, description="layer"),
         "head": widgets.IntSlider(value=head, min=1, max=H, description="head"),
-        "example": widgets.Dropdown(options=options, value=example, description="example"),
+        "example": widgets.Dropdown(options=options, value=example, description="example sequence",
+                                   style={"description_width": "initial"}),
     }
 
     def draw(step: int, layer: int, head: int, example: int) -> Figure:

@@ -263,7 +263,7 @@ POSITIONAL = [
          rules={"num_hiddens": "size", "first_col": "count", "num_positions": "size",
                 "num_cols": "size", "max_hiddens": "size"},
          valid=_encoding_valid,
-         check=lambda out, kw: (_is_view(out) and _control(out, "dimension d").options[-1]
+         check=lambda out, kw: (_is_view(out) and _control(out, "encoding dimension d").options[-1]
                                 == kw["max_hiddens"] // 4 * 4
                                 and _encoding_right(out.result, {**kw, "first_col": min(
                                     kw["first_col"], kw["num_hiddens"] - kw["num_cols"])}))),
@@ -279,7 +279,7 @@ POSITIONAL = [
          rules={"delta": "int", "j": Int(0), "num_hiddens": Int(2), "num_positions": "size",
                 "max_delta": Int(0)},
          valid=_rotation_valid,
-         check=lambda out, kw: (_is_view(out) and _control(out, "offset δ").max == kw["max_delta"]
+         check=lambda out, kw: (_is_view(out) and _control(out, "position offset δ").max == kw["max_delta"]
                                 and _rotation_right(out.result, kw))),
     Spec("helpers.widgets.positional.demo_views", call=pw.demo_views, good=dict, limit=60,
          check=lambda out, kw: set(out) == {"encoding", "rotation"}
@@ -477,7 +477,7 @@ SCALE = [
                    "seed": "passed on to draw_online, whose spec fuzzes it (case seed=1.5)"},
          valid=_online_valid,
          check=lambda out, kw: (_is_view(out) and _online_right(out.result, kw)
-                                and _control(out, "key blocks").max == -(-20 // kw["block_size"])),
+                                and _control(out, "key blocks folded in").max == -(-20 // kw["block_size"])),
          bad=[Case("num_keys=0", lambda kw: kw.update(num_keys=0), r"^num_keys must be a positive int"),
               Case("value_size=0.5", lambda kw: kw.update(value_size=0.5), r"^value_size must be"),
               Case("seed=1.5", lambda kw: kw.update(seed=1.5), r"^seed must be an int")]),
