@@ -81,7 +81,8 @@ def test_kernel_controls_and_the_page_index_follow_each_other():
 def test_the_scene_stores_one_state_per_value_of_what_each_part_depends_on():
     view = valid_length_view(demo_scores(3, 4, 8), valid_lens=[8, 5, 2])  # notebook 03's view
     scene = view.scene_data()
-    assert [c["label"] for c in scene["controls"]] == ["batch 0", "batch 1", "batch 2"]
+    assert [c["label"] for c in scene["controls"]] == [w.description for w in view.children]
+    assert [c["label"][:7] for c in scene["controls"]] == ["batch 0", "batch 1", "batch 2"]
     assert all(c["values"] == [str(n) for n in range(9)] for c in scene["controls"])
     # Each panel (its image and title) depends on its own slider only: 9 states each, not 9³.
     assert sorted(s["deps"] for s in scene["slots"]) == [[0], [0], [1], [1], [2], [2]]
@@ -102,7 +103,9 @@ def test_the_page_draws_the_colours_of_the_png_fallback():
     for n in (1, 3):
         view.children[0].value = n
         png = np.asarray(Image.open(io.BytesIO(figure_png(view.result))).convert("RGBA"))
-        (image,) = [op for op in lookup(scene, view.index) if op[0] == "i"]
+        # the heatmap, and the colour bar's solids (one column of 256 colours)
+        image, solids = [op for op in lookup(scene, view.index) if op[0] == "i"]
+        assert solids[5:7] == [1, 256]
         _, x, y, w, h, cols, rows, palette, data, _ = image
         cells = np.frombuffer(base64.b64decode(data), np.uint8).reshape(rows, cols)
         assert (rows, cols) == (3, 4)
@@ -150,3 +153,22 @@ def test_a_bad_first_drawing_raises_and_bad_arguments_are_named():
         PageView(lambda n: Figure(), (widgets.IntSlider(),))
     with pytest.raises(ValueError, match=r"^encoded must be a page view's scene .* got 'abc'"):
         scene_json("abc")
+
+
+def test_each_state_carries_the_titles_it_draws_for_the_page_to_describe():
+    # A title that follows a control: the page looks up a "d" op with the title of that state
+    # (what the canvas's aria-label says), and the verified scene equals matplotlib's drawing.
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    fig.suptitle("fixed")
+
+    def draw(n: int) -> Figure:
+        ax.set_title(f"n is {n}")
+        return fig
+
+    view = interactive_figure(draw, n=widgets.IntSlider(value=1, min=1, max=3))
+    scene = view.scene_data()
+    for i, n in enumerate((1, 2, 3)):
+        described = [op for op in lookup(scene, [i]) if op[0] == "d"]
+        assert sorted(described) == [["d", "fixed", 0], ["d", f"n is {n}", 1]]
+    page.verify_scene(scene, view._draw, view._controls, [(0,), (1,), (2,)])

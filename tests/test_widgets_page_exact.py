@@ -246,3 +246,22 @@ def test_a_view_inside_a_container_is_recorded_in_the_saved_widget_state(tmp_pat
     assert [c["values"] for c in scene["controls"]] == [["0", "1", "2", "3"]]
     texts = {op[3] for ops in scene["states"] for op in ops if op[0] == "t"}
     assert texts == {"n = 0", "n = 1", "n = 2", "n = 3"}
+
+
+def test_titles_are_described_in_every_state_an_inset_axes_too():
+    # The page's description ("d" ops) follows the titles as matplotlib draws them, including
+    # a title inside an inset Axes (recorded as one part with the Axes around it).
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    inset = ax.inset_axes([0.55, 0.55, 0.4, 0.4])
+
+    def draw(n: int) -> Figure:
+        ax.set_title(f"main {n}")
+        inset.set_title(f"inset {n}")
+        return fig
+
+    view = interactive_figure(draw, n=widgets.IntSlider(value=0, min=0, max=2))
+    scene = assert_exact_everywhere(view)
+    for i in range(3):
+        assert sorted(op[1] for op in scene_ops(scene, [i]) if op[0] == "d") == [
+            f"inset {i}", f"main {i}"]

@@ -297,3 +297,114 @@ def test_a_text_op_names_the_face_matplotlib_drew_when_not_the_default(family, f
         assert len(op) == 10  # no clip, no family: the format of every default text
     else:
         assert op[10] is None and op[11] == face
+
+
+# Quad meshes: one image where the cells tile an axis-aligned grid (a colour bar's solids),
+# which a canvas draws without seams; else paths, cell by cell.
+
+def canvas_sampled(op: list) -> tuple[np.ndarray, np.ndarray]:
+    """Where an image op covers the figure's pixel centres, and the cell each one shows there
+    (as a canvas draws it, nearest-neighbour): ((H, W) bool, (H, W, 4) bytes)."""
+    _, x, y, w, h, cols, rows, *_ = op
+    ys, xs = np.mgrid[0:H, 0:W] + 0.5
+    inside = (xs >= x) & (xs < x + w) & (ys >= y) & (ys < y + h)
+    r = np.clip(((ys - y) * rows / h).astype(int), 0, rows - 1)
+    c = np.clip(((xs - x) * cols / w).astype(int), 0, cols - 1)
+    return inside, cells_rgba(op)[r, c]
+
+
+def shrunk(mask: np.ndarray, px: int) -> np.ndarray:
+    """``mask`` less ``px`` pixels at each edge (a colour bar's outline is drawn over it)."""
+    for _ in range(px):
+        mask = mask & np.roll(mask, 1, 0) & np.roll(mask, -1, 0) & np.roll(mask, 1, 1) \
+            & np.roll(mask, -1, 1)
+    return mask
+
+
+@pytest.mark.parametrize("orientation", ["vertical", "horizontal"])
+def test_a_colour_bars_solids_are_one_image_showing_agg_pixels(orientation):
+    fig = figure()
+    ax = fig.subplots()
+    im = ax.imshow(np.random.default_rng(2).random((4, 5)), cmap="viridis",
+                   interpolation="nearest")
+    bar = fig.colorbar(im, orientation=orientation)
+    ops = record_figure(fig)
+    heatmap, solids = [op for op in ops if op[0] == "i"]
+    # One cell a colour of the map, the lowest value at the bottom (at the left).
+    want = bar.solids.get_facecolor()
+    want = np.round(want * 255).astype(np.uint8)
+    if orientation == "vertical":
+        assert solids[5:7] == [1, 256]
+        assert (cells_rgba(solids)[::-1, 0] == want).all()
+    else:
+        assert solids[5:7] == [256, 1]
+        assert (cells_rgba(solids)[0] == want).all()
+    # No path is filled with one of its colours (as cells, they would leave seams between).
+    palette = set(solids[7])
+    assert not [op for op in ops if op[0] == "p" and op[2] in palette]
+    # Sampled at each pixel's centre, as a canvas draws it, it is Agg's picture of the bar.
+    inside, shown = canvas_sampled(solids)
+    core = shrunk(inside, 2)
+    assert inside.sum() > 1000 and core.sum() > 0.5 * inside.sum()
+    diff = np.abs(agg_pixels(fig)[core].astype(int) - shown[core].astype(int))
+    assert diff.max() <= 2, diff.max()
+
+
+def test_a_pcolormesh_of_unequal_cells_is_one_image_of_agg_pixels_exactly():
+    # Cells of unequal widths: one image cell a pixel, each the cell Agg fills there (its
+    # centre inside the cell, the edges snapped to pixel centres: 251.5 px goes left).
+    fig = figure()
+    ax = fig.subplots()
+    ax.set_axis_off()
+    values = np.random.default_rng(3).random((3, 5))
+    mesh = ax.pcolormesh([0, 1, 3, 6, 6.5, 10], [0, 1, 2, 4], values)
+    ops = record_figure(fig)
+    (op,) = [op for op in ops if op[0] == "i"]
+    assert not [op for op in ops if op[0] == "p" and op[2] != "#ffffffff"]  # but the background
+    inside, shown = canvas_sampled(op)
+    pixels = agg_pixels(fig)
+    assert (pixels[inside] == shown[inside]).all()
+    assert (pixels[~inside] == 255).all()  # and nothing outside it
+    assert len(set(op[7])) == len(np.unique(mesh.get_facecolor(), axis=0))
+
+
+@pytest.mark.parametrize("style", [dict(antialiased=True), dict(edgecolors="k", linewidth=1)],
+                         ids=["antialiased", "stroked"])
+def test_an_antialiased_or_stroked_mesh_is_paths_cell_by_cell(style):
+    # Agg draws these cell by cell too (an antialiased mesh has its own seams): paths.
+    fig = figure()
+    fig.subplots().pcolormesh(np.arange(6.0).reshape(2, 3), **style)
+    ops = record_figure(fig)
+    assert not [op for op in ops if op[0] == "i"]
+    assert len([op for op in ops if op[0] == "p" and op[2] is not None]) >= 6
+
+
+def test_a_mesh_that_is_not_an_axis_aligned_grid_is_paths():
+    fig = figure()
+    x, y = np.meshgrid(np.arange(4.0), np.arange(3.0))
+    fig.subplots().pcolormesh(x + 0.3 * y, y, np.arange(6.0).reshape(2, 3))  # sheared
+    ops = record_figure(fig)
+    assert not [op for op in ops if op[0] == "i"]
+
+
+# Titles: a "d" op each, which draws nothing: the page's description of the figure.
+
+def test_each_title_drawn_is_described_just_before_its_text():
+    fig = figure()
+    left, right = fig.subplots(1, 2)
+    left.set_title("centre")
+    left.set_title("on the left", loc="left")
+    right.set_title("two\nlines $\\alpha^2$")
+    right.set_title("hidden", loc="right").set_visible(False)
+    fig.suptitle("the figure")
+    left.set_xlabel("not a title")
+    ops = record_figure(fig)
+    described = [op for op in ops if op[0] == "d"]
+    assert sorted(map(tuple, described)) == [
+        ("d", "centre", 1), ("d", "on the left", 1), ("d", "the figure", 0),
+        ("d", "two lines alpha^2", 1)]
+    for text in ("centre", "on the left", "the figure", "two"):
+        at = next(k for k, op in enumerate(ops) if op[0] == "t" and op[3] == text)
+        assert ops[at - 1][0] == "d" and ops[at - 1][1].startswith(text)
+    # Recording leaves the titles as they were: no wrapper left on them.
+    assert all("draw" not in vars(t) for t in (left.title, right.title, fig._suptitle))

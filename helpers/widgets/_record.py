@@ -3,10 +3,14 @@
 Matplotlib stays the drawing library: a figure is drawn as usual, and this renderer writes down
 each path, image and run of text in figure pixels (origin top-left, y down) instead of painting
 them. ``helpers/widgets/view.js`` replays the list on a canvas. Only three primitives are needed:
-matplotlib's base renderer turns markers, collections and quad meshes into paths, and mathtext
-(``$…$``, log axes' tick labels) into glyph paths, matplotlib's own outlines. Paths keep their
-line cap, join and dash offset; any op may be clipped by a rectangle and a path. The op formats
-are listed in ``page.py``'s module docstring.
+matplotlib's base renderer turns markers and collections into paths, and mathtext (``$…$``, log
+axes' tick labels) into glyph paths, matplotlib's own outlines. A quad mesh whose cells tile an
+axis-aligned grid unstroked and without antialiasing (a colour bar's solids, pcolormesh) is one
+image: as paths, adjacent cells would leave pale seams on a canvas, which antialiases every
+edge. Paths keep their line cap, join and dash offset; any op may be clipped by a rectangle and
+a path. Each title drawn (an Axes' titles, a figure's suptitle) adds a "d" op, its text, which
+draws nothing: the page's description of the figure. The op formats are listed in ``page.py``'s
+module docstring.
 
 What a canvas cannot replay as matplotlib draws it raises ``UnsupportedDrawing`` instead of
 drawing something else: hatching, Gouraud shading, usetex text, sketch (xkcd) lines, agg
@@ -18,20 +22,23 @@ from __future__ import annotations
 import base64
 import inspect
 import math
+import re
 from contextlib import contextmanager
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backend_bases import GraphicsContextBase, RendererBase
 from matplotlib.backends.backend_agg import RendererAgg
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.font_manager import findfont, get_font, weight_dict
 from matplotlib.image import AxesImage
 from matplotlib.path import Path
+from matplotlib.text import Text
 from matplotlib.transforms import Affine2D
 
 # No __all__: a private module (its names reach readers through page.py).
 
-Op = list  # ["p", ...] | ["i", ...] | ["t", ...] | {"slot": k}
+Op = list  # ["p", ...] | ["i", ...] | ["t", ...] | ["d", ...] | {"slot": k}
 # RendererBase._draw_text_as_path takes the Text as ``mtext`` from matplotlib 3.11 (required
 # there), not in 3.10 (Colab's).
 _TEXT_AS_PATH_TAKES_MTEXT = "mtext" in inspect.signature(RendererBase._draw_text_as_path).parameters
@@ -71,6 +78,81 @@ def _family(prop) -> str | None:
     the default face, DejaVu Sans."""
     family = get_font(findfont(prop)).family_name
     return None if family == DEFAULT_FAMILY else family
+
+
+def _plain(text: Text) -> str:
+    """A text as a reader reads it: one line; mathtext without its $, braces and backslashes."""
+    s, ismath = text._preprocess_math(text.get_text())
+    if ismath:
+        # \alpha^2 → alpha^2, \sqrt{d} → sqrt d, \cdot k → cdot k
+        s = re.sub(r"\\([A-Za-z]+)\s*(?=(.?))",
+                   lambda m: m[1] + (" " if m[2].isalnum() or m[2] == "{" else ""), s)
+        s = re.sub(r"[{}]", "", s).replace("$", " ")
+    return " ".join(s.split())
+
+
+def titles(fig: Figure) -> list[tuple[Text, int]]:
+    """Every title of ``fig`` with its rank: each figure's and subfigure's suptitle (0), and
+    each Axes' three titles, centre, left and right (1), inset Axes' too."""
+    out: list[tuple[Text, int]] = []
+
+    def visit(container) -> None:
+        if isinstance(container, (Figure, SubFigure)) and container._suptitle is not None:
+            out.append((container._suptitle, 0))
+        if isinstance(container, Axes):
+            out.extend((t, 1) for t in (container.title, container._left_title,
+                                        container._right_title))
+        for child in container.get_children():
+            if isinstance(child, (SubFigure, Axes)):
+                visit(child)
+
+    visit(fig)
+    return out
+
+
+def _cells_op(rgba: np.ndarray, x: float, y: float, w: float, h: float, clip) -> Op:
+    """An image op of ``rgba`` (rows, cols, 4) bytes, row 0 at the top, over the box x, y, w, h
+    (figure pixels, y down): a palette and each cell's index in it, little-endian."""
+    rows, cols = rgba.shape[:2]
+    packed = np.ascontiguousarray(rgba, dtype=np.uint8).view(np.uint32).reshape(rows, cols)
+    palette, cells = np.unique(packed, return_inverse=True)
+    cells = cells.reshape(-1)
+    if len(palette) <= 256:  # 1 byte a cell, 2 little-endian, or 3 beyond 65,536 colours
+        cells = cells.astype(np.uint8)
+    elif len(palette) <= 65536:
+        cells = cells.astype("<u2")
+    else:
+        cells = cells.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :3]
+    colours = ["#" + bytes(c).hex() for c in palette.view(np.uint8).reshape(-1, 4)]
+    return ["i", _num(x), _num(y), _num(w), _num(h), cols, rows, colours,
+            base64.b64encode(cells.tobytes()).decode("ascii"), clip]
+
+
+GRID_TOL = 0.01  # px: how far a mesh's edges may stray from a grid, and its cells from equal
+
+
+def _grid_axis(edges: np.ndarray, snap: bool):
+    """Where the cells of a mesh lie along one axis, from its edges there (canvas pixels,
+    ascending or descending): (start, size, the mesh cell of each image cell, ascending), or
+    None when the edges are not strictly monotone or the mesh covers no pixel.
+
+    Agg fills the cells without antialiasing: a pixel is a cell's when its centre is inside,
+    with each edge first snapped to a pixel centre unless ``snap`` is off (``pcolormesh.snap``
+    is on by default). So the image spans those pixels exactly: the mesh's own cells when they
+    are equal (to ``GRID_TOL``), else one image cell a pixel, each the cell Agg fills there."""
+    steps = np.diff(edges)
+    if not (np.all(steps > 0) or np.all(steps < 0)):
+        return None
+    order = np.arange(len(steps)) if steps[0] > 0 else np.arange(len(steps))[::-1]
+    e = np.sort(edges)
+    # the first pixel each cell fills, and where the mesh ends
+    first = np.floor(e + 0.5) if snap else np.ceil(e - 0.5)
+    k0, k1 = int(first[0]), int(first[-1])
+    if k1 <= k0:
+        return None
+    if np.abs(np.diff(e) - (e[-1] - e[0]) / len(steps)).max() <= GRID_TOL:
+        return k0, k1 - k0, order
+    return k0, k1 - k0, order[np.searchsorted(first, np.arange(k0, k1), side="right") - 1]
 
 
 class Recorder(RendererBase):
@@ -198,19 +280,67 @@ class Recorder(RendererBase):
             im = im[::-1]
         if x0 > x1:
             im = im[:, ::-1]
-        packed = np.ascontiguousarray(im).view(np.uint32).reshape(rows, cols)
-        palette, cells = np.unique(packed, return_inverse=True)
-        cells = cells.reshape(-1)
-        if len(palette) <= 256:  # 1 byte a cell, 2 little-endian, or 3 beyond 65,536 colours
-            cells = cells.astype(np.uint8)
-        elif len(palette) <= 65536:
-            cells = cells.astype("<u2")
+        self.ops.append(_cells_op(im, min(x0, x1), self.height - max(y0, y1), abs(x1 - x0),
+                                  abs(y1 - y0), self._clip(gc)))
+
+    def draw_quad_mesh(self, gc, master_transform, meshWidth, meshHeight, coordinates,
+                       offsets, offsetTrans, facecolors, antialiased, edgecolors) -> None:
+        """A mesh whose cells tile an axis-aligned grid, filled without antialiasing and not
+        stroked (a colour bar's solids, pcolormesh): one image op, cell by cell, or pixel by
+        pixel where the cells are unequal. Else paths, cell by cell (matplotlib's fallback)."""
+        cells = self._mesh_image(gc, master_transform, meshWidth, meshHeight, coordinates,
+                                 offsets, offsetTrans, facecolors, antialiased, edgecolors)
+        if cells is None:
+            super().draw_quad_mesh(gc, master_transform, meshWidth, meshHeight, coordinates,
+                                   offsets, offsetTrans, facecolors, antialiased, edgecolors)
         else:
-            cells = cells.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :3]
-        colours = ["#" + bytes(c).hex() for c in palette.view(np.uint8).reshape(-1, 4)]
-        self.ops.append(["i", _num(min(x0, x1)), _num(self.height - max(y0, y1)),
-                         _num(abs(x1 - x0)), _num(abs(y1 - y0)), cols, rows, colours,
-                         base64.b64encode(cells.tobytes()).decode("ascii"), self._clip(gc)])
+            self.ops.append(cells)
+
+    def _mesh_image(self, gc, master_transform, mesh_width, mesh_height, coordinates, offsets,
+                    offset_trans, facecolors, antialiased, edgecolors) -> Op | None:
+        """The image op of a quad mesh, or None when it is not one (see draw_quad_mesh)."""
+        if (antialiased or gc.get_hatch() is not None or gc.get_sketch_params() is not None
+                or gc.get_forced_alpha() or edgecolors is None):
+            return None
+        edges = np.asarray(edgecolors, float).reshape(-1, 4)
+        if len(edges) and gc.get_linewidth() > 0 and (edges[:, 3] > 0).any():
+            return None  # stroked cells
+        faces = np.asarray(facecolors, float).reshape(-1, 4)
+        n = mesh_width * mesh_height
+        if len(faces) == 1:
+            faces = np.repeat(faces, n, axis=0)
+        offsets = np.asarray(offsets, float).reshape(-1, 2)
+        shifts = offset_trans.transform(offsets) if len(offsets) else np.zeros((1, 2))
+        if len(faces) != n or len(offsets) > n or np.ptp(shifts, axis=0).max() > 0:
+            return None
+        xy = np.ma.filled(np.ma.asarray(coordinates, float), np.nan).reshape(-1, 2)
+        xy = (master_transform.transform(xy) + shifts[0]).reshape(mesh_height + 1,
+                                                                   mesh_width + 1, 2)
+        if not np.isfinite(xy).all():
+            return None
+        # In canvas pixels (y down), where Agg snaps and fills too.
+        xs, ys, snap = xy[..., 0], self.height - xy[..., 1], gc.get_snap() is not False
+        colours = np.round(np.clip(faces, 0, 1) * 255).astype(np.uint8).reshape(
+            mesh_height, mesh_width, 4)
+        if (np.abs(xs - xs[:1]).max() <= GRID_TOL and np.abs(ys - ys[:, :1]).max() <= GRID_TOL):
+            across, down = _grid_axis(xs[0], snap), _grid_axis(ys[:, 0], snap)  # columns: x
+        elif (np.abs(xs - xs[:, :1]).max() <= GRID_TOL
+              and np.abs(ys - ys[:1]).max() <= GRID_TOL):
+            across, down = _grid_axis(xs[:, 0], snap), _grid_axis(ys[0], snap)  # rows: x
+            colours = colours.transpose(1, 0, 2)
+        else:
+            return None
+        if across is None or down is None:
+            return None
+        (x0, w, cols), (y0, h, rows) = across, down
+        return _cells_op(colours[rows][:, cols], x0, y0, w, h, self._clip(gc))
+
+    def describe(self, text: Text, rank: int) -> None:
+        """A "d" op: the title ``text`` (of ``rank``, see ``titles``) as a reader reads it, if
+        matplotlib draws it (it draws nothing on the canvas)."""
+        plain = _plain(text)
+        if text.get_visible() and plain:
+            self.ops.append(["d", plain, rank])
 
     def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None) -> None:
         if ismath == "TeX":
@@ -251,9 +381,34 @@ def unsampled_images(images: list[AxesImage]):
             im.set_interpolation("nearest")
 
 
+@contextmanager
+def described_titles(fig: Figure, recorder: Recorder):
+    """While ``fig`` draws into ``recorder``, each of its titles adds its "d" op
+    (``Recorder.describe``) just before its own ops; drawn elsewhere, nothing changes."""
+    wrapped = []
+    for text, rank in titles(fig):
+        real = text.draw  # the instance's own draw where page.py wrapped it: restored below
+
+        def draw(renderer, *args, _real=real, _text=text, _rank=rank, **kwargs):
+            if renderer is recorder:
+                recorder.describe(_text, _rank)
+            return _real(renderer, *args, **kwargs)
+
+        wrapped.append((text, text.__dict__.get("draw")))
+        text.draw = draw
+    try:
+        yield
+    finally:
+        for text, own in reversed(wrapped):
+            if own is None:
+                text.__dict__.pop("draw", None)
+            else:
+                text.draw = own
+
+
 def record_figure(fig: Figure) -> list[Op]:
     """The ops of ``fig`` drawn whole, as it is now."""
     recorder = Recorder(fig)
-    with unsampled_images(fig.findobj(AxesImage)):
+    with unsampled_images(fig.findobj(AxesImage)), described_titles(fig, recorder):
         fig.draw(recorder)
     return recorder.ops

@@ -50,7 +50,11 @@ dash_offset only when dashed and not 0; missing: butt, round, 0);
 palette index of 1 byte, 2 above 256 colours, 3 above 65,536; drawn nearest-neighbour, row 0
 at the top); ``["t", x, y, text, size_px, colour, angle_deg_ccw, weight, style, width_px,
 clip, family]`` ((x, y): the start of the baseline; weight a CSS number 1..1000; clip and
-family optional: family only for a face other than DejaVu Sans).
+family optional: family only for a face other than DejaVu Sans); ``["d", text, rank]`` draws
+nothing: a title as drawn (rank 0: a suptitle, 1: an Axes' title), one line, mathtext plain,
+for the canvas's description (its aria-label: the titles, suptitles first, then each control's
+"label = value"). A quad mesh that tiles an axis-aligned grid (a colour bar's solids) is an
+image op: as paths, its cells would leave pale seams between them on a canvas.
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.image import AxesImage
 
-from ._record import Op, Recorder, UnsupportedDrawing, record_figure, unsampled_images
+from ._record import (Op, Recorder, UnsupportedDrawing, described_titles, record_figure,
+                      titles, unsampled_images)
 
 __all__ = ["PageView", "scene_json"]  # (SceneMismatch and UnsupportedDrawing: raised, importable)
 
@@ -284,6 +289,7 @@ class _Scene:
         self.draw, self.controls, self.default = draw, list(controls), default
         self.fig = self._draw(default)
         self.parts = figure_parts(self.fig)
+        self.titles = {id(text): rank for text, rank in titles(self.fig)}  # id → rank
         self.images = self.fig.findobj(AxesImage)
         self.recorder = Recorder(self.fig)
         self.cache: dict[tuple[tuple[int, ...], int], str] = {}
@@ -297,8 +303,16 @@ class _Scene:
         return call_draw(self.draw, {c.name: c.values[i] for c, i in zip(self.controls, state)})
 
     def _draw_part(self, k: int) -> None:
-        with _named(self.parts[k]):
-            self.parts[k].draw(self.recorder)
+        part, rec = self.parts[k], self.recorder
+        with _named(part):
+            if id(part) in self.titles:  # a title: its "d" op first, as record_figure has it
+                rec.describe(part, self.titles[id(part)])
+                part.draw(rec)
+            elif isinstance(part, Axes):  # a 3D or inset Axes, its titles inside it
+                with described_titles(self.fig, rec):
+                    part.draw(rec)
+            else:
+                part.draw(rec)
 
     def _record_frame(self) -> list:
         """The whole figure in drawing order, each part replaced by {"slot": k}; the parts' own
@@ -319,14 +333,15 @@ class _Scene:
 
             part.draw = draw
 
-        for part in self.parts:
-            wrap(part, index[id(part)])
-        try:
-            with unsampled_images(self.images):
-                self.fig.draw(rec)
-        finally:
+        with described_titles(self.fig, rec):  # inside the wraps: a title's "d" op is its own
             for part in self.parts:
-                del part.draw
+                wrap(part, index[id(part)])
+            try:
+                with unsampled_images(self.images):
+                    self.fig.draw(rec)
+            finally:
+                for part in self.parts:
+                    del part.draw
         frame, rec.ops = rec.ops, []
         for k, part in enumerate(self.parts):
             _unstale(part)

@@ -1,31 +1,44 @@
 // Page view (anywidget ES module): draws a scene, format v1 (see helpers/widgets/page.py), on a
 // canvas under native labelled controls. Every state is prepared once when a scene arrives, so a
 // move only looks up which prepared ops to draw: no Path2D or ImageData is made per move.
+// The controls take the page's font; the canvas is named for screen readers by the figure's
+// titles and the controls' values; on a narrow page the figure shrinks to fit, but never its
+// smallest text below MIN_TEXT_PX: past that, the figure scrolls sideways in its own box.
 
 const FONT = '"DejaVu Sans", "Bitstream Vera Sans", Verdana, Arial, sans-serif';
 const PROBE_FONT = "1px serif"; // cssFont's test: a font string the browser rejects leaves this
 const NO_DASH = [];
+const MIN_TEXT_PX = 9; // CSS px: the smallest text a narrow page may shrink the figure's text to
+// The view and its controls in the page's own font (a browser gives inputs, selects and
+// outputs a font of their own unless told to inherit); labels wrap on a narrow page; the
+// figure scrolls sideways in its own box (.ahv-figure) when wider than the page, never the page.
 const CSS = `
-.ahv-view { font: inherit; color: inherit; }
-.ahv-controls { display: grid; grid-template-columns: max-content minmax(8em, 24em) max-content;
-  gap: 0.3em 0.8em; align-items: center; margin: 0 0 0.5em; }
-.ahv-controls select, .ahv-controls output { font: inherit; }
+.ahv-view { font: inherit; color: inherit; max-width: 100%; min-width: 0; }
+.ahv-controls { display: grid; gap: 0.3em 0.8em; align-items: center; margin: 0 0 0.5em;
+  grid-template-columns: fit-content(50%) minmax(6em, 24em) max-content; }
+.ahv-controls > * { min-width: 0; }
+.ahv-controls :is(label, input, select, output) { font: inherit; color: inherit; }
+.ahv-controls label { overflow-wrap: anywhere; }
+.ahv-controls select { max-width: 100%; }
 .ahv-controls input[type="range"] { width: 100%; margin: 0; }
 .ahv-controls input[type="checkbox"] { justify-self: start; margin: 0; }
 .ahv-controls output { font-variant-numeric: tabular-nums; min-width: 5ch; }
 .ahv-controls :is(input, select):focus-visible { outline: 2px solid #1a73e8; outline-offset: 2px; }
-.ahv-canvas { display: block; max-width: 100%; height: auto; }
-.ahv-error { color: #b00020; }
+.ahv-figure { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+canvas.ahv-canvas { display: block; }
+img.ahv-canvas { display: block; max-width: 100%; height: auto; }
+.ahv-error { color: #b00020; font: inherit; }
 `;
 // Element ids must be unique in the page: anywidget evaluates this module once per model, so
 // a counter here would restart at 1 for each view; the count lives on the page instead.
 const nextViewId = () => (globalThis.__ahvViews = (globalThis.__ahvViews || 0) + 1);
 
-/** Add the stylesheet to the page once, however many views there are. */
+/** Add the stylesheet to the page once, however many views there are (its id names this
+ * version: a page may hold views of an older module, with its own stylesheet). */
 function injectStyle() {
-  if (document.getElementById("ahv-style")) return;
+  if (document.getElementById("ahv-style-2")) return;
   const style = document.createElement("style");
-  style.id = "ahv-style";
+  style.id = "ahv-style-2";
   style.textContent = CSS;
   document.head.append(style);
 }
@@ -120,11 +133,42 @@ function prepare(op) {
     const rad = (-(angle || 0) * Math.PI) / 180; // counter-clockwise on a y-down canvas
     return { kind, x, y, text: String(text), font, color, rad, maxWidth, clip: prepareClip(clip) };
   }
+  if (kind === "d") { // a title as drawn: no ink, the canvas's description
+    const [text, rank] = a;
+    return { kind, text: String(text), rank: Number(rank) || 0 };
+  }
   throw new Error(`page view: unknown op ${JSON.stringify(kind)}`);
+}
+
+/** The smallest font size (figure px) of the text ops of a scene, in any state; 0 if none. */
+export function smallestText(scene) {
+  let least = Infinity;
+  for (const ops of [scene.frame, ...scene.states]) {
+    for (const op of ops) {
+      if (Array.isArray(op) && op[0] === "t" && op[4] > 0) least = Math.min(least, op[4]);
+    }
+  }
+  return Number.isFinite(least) ? least : 0;
+}
+
+/** The scale of a figure `width` px wide in a box `room` px wide whose smallest text is `text`
+ * px: fit the box, but never shrink that text below MIN_TEXT_PX, nor grow the figure. */
+export function fitScale(width, room, text) {
+  if (!(room > 0) || !(width > 0)) return 1; // not laid out (a hidden tab): as drawn
+  return Math.min(1, Math.max(room / width, text > 0 ? MIN_TEXT_PX / text : 0));
+}
+
+/** What a screen reader says of the canvas: its titles as drawn (suptitles first), then each
+ * control's "label = value"; the figure's label when it has no title. */
+export function describe(titles, controls, current, fallback) {
+  const said = titles.slice().sort((a, b) => a.rank - b.rank).map((d) => d.text).join("; ");
+  const values = controls.map((c, i) => `${c.label} = ${c.values[current[i]]}`).join(", ");
+  return [said || fallback, values].filter(Boolean).join(". ");
 }
 
 /** Draw one prepared op on `ctx` (its transform already maps figure CSS pixels). */
 function draw(ctx, op) {
+  if (op.kind === "d") return;
   ctx.save();
   if (op.clip) { // the rectangle, then the clip path if any: the clips intersect
     ctx.beginPath();
@@ -185,6 +229,7 @@ function buildControl(c, id) {
   }
   input.id = id;
   input.dataset.control = c.name;
+  input.setAttribute("aria-label", c.label); // the full label, whatever the layout shows
   // JupyterLab's command-mode shortcuts (arrows move between cells) would take the keys a
   // focused control needs; this attribute, on the control itself, tells Lab to leave them.
   input.setAttribute("data-lm-suppress-shortcuts", "true");
@@ -215,25 +260,41 @@ async function render({ model, el }) {
   let generation = 0; // the latest scene; an older one that finishes decoding later is dropped
   let view = null; // the current scene, its canvas, controls and prepared ops; see build()
   let dom = null; // AbortController of the current controls' DOM listeners
+  let resized = null; // ResizeObserver of the current figure's box
+
+  /** Size the canvas for the figure's scale in its box; true if that changed anything. */
+  function resize() {
+    const { scene, canvas } = view;
+    const scale = fitScale(scene.width, view.box.clientWidth, view.minText);
+    // Device pixels per figure pixel: first draw, page zoom, another screen, another scale.
+    const k = scale * (window.devicePixelRatio || 1);
+    if (scale === view.scale && k === view.k) return false;
+    Object.assign(view, { scale, k });
+    // Its size is set here alone (an older module's stylesheet may say max-width: 100%).
+    Object.assign(canvas.style, { width: `${scene.width * scale}px`,
+                                  height: `${scene.height * scale}px`, maxWidth: "none" });
+    canvas.width = Math.round(scene.width * k);
+    canvas.height = Math.round(scene.height * k);
+    root.dataset.scale = String(scale);
+    return true;
+  }
 
   function redraw() {
     const t0 = performance.now();
     const { scene, canvas, ctx, states, current } = view;
-    const dpr = window.devicePixelRatio || 1;
-    if (dpr !== view.dpr) { // first draw, page zoom or another screen: keep the canvas sharp
-      view.dpr = dpr;
-      canvas.width = Math.round(scene.width * dpr);
-      canvas.height = Math.round(scene.height * dpr);
-    }
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    resize();
+    const { k } = view;
+    ctx.setTransform(k, 0, 0, k, 0, 0);
     ctx.fillStyle = "#ffffff";
     ctx.fillRect(0, 0, scene.width, scene.height);
+    const titles = [];
+    const drawAll = (op) => (op.kind === "d" ? titles.push(op) : draw(ctx, op));
     for (const item of view.frame) {
-      if (item.slot === undefined) draw(ctx, item);
-      else for (const op of states[stateIndex(scene.slots[item.slot], scene.controls, current)]) {
-        draw(ctx, op);
-      }
+      if (item.slot === undefined) drawAll(item);
+      else states[stateIndex(scene.slots[item.slot], scene.controls, current)].forEach(drawAll);
     }
+    const label = describe(titles, scene.controls, current, scene.title);
+    if (canvas.getAttribute("aria-label") !== label) canvas.setAttribute("aria-label", label);
     root.dataset.redraws = String(++redraws);
     root.dataset.lastRedrawMs = (performance.now() - t0).toFixed(3); // how long this redraw took
   }
@@ -247,14 +308,15 @@ async function render({ model, el }) {
     dom = new AbortController();
     const canvas = document.createElement("canvas");
     canvas.className = "ahv-canvas";
-    canvas.style.width = `${scene.width}px`;
     canvas.setAttribute("role", "img");
-    canvas.setAttribute("aria-label", scene.title);
+    const box = Object.assign(document.createElement("div"), { className: "ahv-figure" });
+    box.append(canvas);
     const grid = document.createElement("div");
     grid.className = "ahv-controls";
     const controls = scene.controls.map((c, i) => buildControl(c, `ahv-${uid}-${i}`));
     view = {
-      scene, canvas, controls, ctx: canvas.getContext("2d", { alpha: false }), dpr: 0,
+      scene, canvas, box, controls, ctx: canvas.getContext("2d", { alpha: false }), scale: 0, k: 0,
+      minText: smallestText(scene),
       // Every op prepared now, so a move only looks up ({slot} markers stay as they are).
       frame: scene.frame.map((item) => ("slot" in item ? item : prepare(item))),
       states: scene.states.map((ops) => ops.map(prepare)),
@@ -276,15 +338,20 @@ async function render({ model, el }) {
       }, { signal: dom.signal });
     });
     root.dataset.view = scene.title;
-    root.setAttribute("aria-label", scene.title);
-    root.replaceChildren(...(controls.length ? [grid] : []), canvas);
+    root.removeAttribute("aria-label"); // the canvas says what the figure shows
+    root.replaceChildren(...(controls.length ? [grid] : []), box);
     showIndex();
     redraw();
+    // The page got narrower or wider, or a hidden view was shown: rescale (and redraw) if need be.
+    resized?.disconnect();
+    resized = new ResizeObserver(() => { if (view?.box === box && resize()) redraw(); });
+    resized.observe(box);
   }
 
   /** Say, in the page, why there is no view to move; `still`: a PNG (base64) to show under it. */
   function refuse(message, still = null, title = "") {
     view = null;
+    resized?.disconnect();
     const p = Object.assign(document.createElement("p"), { className: "ahv-error" });
     p.setAttribute("role", "alert");
     p.textContent = message;
@@ -334,6 +401,7 @@ async function render({ model, el }) {
   return () => {
     generation++; // a decode still under way is dropped
     dom?.abort();
+    resized?.disconnect();
     model.off("change:index", onIndex);
     model.off("change:scene", onScene);
   };

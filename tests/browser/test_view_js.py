@@ -64,8 +64,10 @@ def make_scene(title: str = "test_view", n_steps: int = 3) -> dict:
         return ["p", "M20 80L40 80L40 100L20 100Z", KERNEL_COLOURS[k], None, 0, None, None]
 
     states = [[image(s)] for s in range(n_steps)]
-    states += [[box(s, m), ["t", box_x(s), 75, f"s={s} m={m}", 10, "#000000ff", 0, "bold",
-                            "normal", 40]] for s in range(n_steps) for m in range(2)]
+    # Each box state has a title ("d" op: no ink), as the figure's description says.
+    states += [[["d", f"box {s}, {m}", 1], box(s, m),
+                ["t", box_x(s), 75, f"s={s} m={m}", 10, "#000000ff", 0, "bold", "normal", 40]]
+               for s in range(n_steps) for m in range(2)]
     states += [[square(k)] for k in range(2)]
     frame = [
         ["p", f"M1 1L{W - 1} 1L{W - 1} {H - 1}L1 {H - 1}Z", None, "#000000ff", 1, None, None],
@@ -73,6 +75,7 @@ def make_scene(title: str = "test_view", n_steps: int = 3) -> dict:
         ["t", 12, 110, "rotated", 9, "#333333ff", 90, "normal", "italic", 30],
         {"slot": 1},
         {"slot": 2},
+        ["d", title, 0],  # a suptitle, drawn last: the description says it first
     ]
     slots = [
         {"deps": [0], "table": list(range(n_steps))},
@@ -120,7 +123,8 @@ const cleanups = [];
 for (const id of ["a", "b"]) {
   cleanups.push(await widget.render({ model, el: document.getElementById(id) }));
 }
-window.harness = { model, cleanups, stateIndex: view.stateIndex, cssFont: view.cssFont };
+window.harness = { model, cleanups, stateIndex: view.stateIndex, cssFont: view.cssFont,
+                   fitScale: view.fitScale };
 </script>
 </body></html>
 """
@@ -482,3 +486,52 @@ def test_a_refused_scene_says_why_and_shows_its_still(harness):
     for v in "ab":
         page.wait_for_function("id => document.querySelector(`#${id} .ahv-error`)?.textContent"
                                ".includes('no recordings yet')", arg=v, timeout=15_000)
+
+
+def test_the_canvas_is_named_by_its_titles_and_the_controls_values(harness):
+    # An image to a screen reader, named by the titles drawn (suptitles first) and each
+    # control's "label = value", renamed on every move; each control named by its label.
+    page = harness.page
+
+    def names():
+        return [page.locator(f"#{v} canvas").get_attribute("aria-label") for v in "ab"]
+
+    assert page.locator("#a canvas").get_attribute("role") == "img"
+    assert names() == ["test_view; box 0, 0. step size = 0.5, mask = False, kernel = gaussian"] * 2
+    for role, name in (("slider", "step size"), ("checkbox", "mask"), ("combobox", "kernel")):
+        assert page.get_by_role(role, name=name, exact=True).count() == 2, (role, name)
+    page.locator("#a [data-control=step]").focus()
+    page.keyboard.press("ArrowRight")
+    page.locator("#b [data-control=mask]").click()
+    assert names() == ["test_view; box 1, 1. step size = 1.0, mask = True, kernel = gaussian"] * 2
+    page.locator("#a [data-control=kernel]").select_option("boxcar")
+    assert names()[0].endswith("kernel = boxcar")
+    assert page.get_by_role("img", name="test_view; box 1, 1", exact=False).count() == 2
+    harness.assert_clean()
+
+
+def test_the_controls_take_the_pages_font_and_size(harness):
+    # Labels, range, checkbox, select and value readouts: the page's font, not the browser's
+    # control font (13.33 px system-ui) nor its default serif, whatever the page sets.
+    page = harness.page
+    for font in ("17px Verdana, sans-serif", "12px monospace"):
+        page.evaluate("f => { document.body.style.font = f; }", font)
+        fonts = page.evaluate("""() => {
+          const f = (e) => { const s = getComputedStyle(e); return [s.fontFamily, s.fontSize]; };
+          return { page: f(document.body), controls: [...document.querySelectorAll(
+            "#a .ahv-controls :is(label, input, select, output)")].map((e) => [e.tagName, f(e)]) };
+        }""")
+        assert len(fonts["controls"]) == 9
+        wrong = [c for c in fonts["controls"] if c[1] != fonts["page"]]
+        assert not wrong, f"page font {fonts['page']}: {wrong}"
+    harness.assert_clean()
+
+
+def test_fit_scale_never_shrinks_the_smallest_text_below_9_px(harness):
+    cases = harness.page.evaluate("""() => {
+      const f = window.harness.fitScale;
+      return [f(900, 1200, 12), f(900, 450, 18), f(900, 300, 12), f(900, 300, 6), f(900, 0, 12),
+              f(900, 300, 0)];
+    }""")
+    assert cases == [1, 0.5, 0.75, 1, 1, 300 / 900]
+    harness.assert_clean()

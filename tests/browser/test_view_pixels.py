@@ -158,20 +158,22 @@ def _view_params():
     return params + [pytest.param("probe", "probe", id="probe")]
 
 
+_BUILT: dict[str, dict] = {}  # each module's demo_views(), built once a session
+
+
+def series_view(module: str, key: str):
+    """The view ``key`` of ``helpers.widgets.<module>``'s ``demo_views()``, built (and its
+    scene recorded, when asked) once in a test session: test_view_series.py shares them."""
+    if module not in _BUILT:
+        _BUILT[module] = importlib.import_module(f"helpers.widgets.{module}").demo_views()
+        assert sorted(_BUILT[module]) == sorted(VIEWS[module])  # no view left unchecked
+    return _BUILT[module][key]
+
+
 @pytest.fixture(scope="module")
 def built_views():
-    """``get(module, key)``: the view, each module's ``demo_views()`` built once."""
-    cache: dict[str, dict] = {}
-
-    def get(module: str, key: str):
-        if module == "probe":
-            return probe_view()
-        if module not in cache:
-            cache[module] = importlib.import_module(f"helpers.widgets.{module}").demo_views()
-            assert sorted(cache[module]) == sorted(VIEWS[module])  # no view left unchecked
-        return cache[module][key]
-
-    return get
+    """``get(module, key)``: the view (``series_view``), or the probe view."""
+    return lambda module, key: probe_view() if module == "probe" else series_view(module, key)
 
 
 @pytest.fixture(scope="module")
