@@ -40,8 +40,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # What the pages load, as (glob under node_modules/, folder under _static/).
 STATIC = [
     ("requirejs/require.js", "."),
-    # The widget renderer (reads the saved widget state); the woff2 files are Font Awesome,
-    # fetched only if a widget shows an icon (browsers take woff2 before the other formats).
+    # The widget renderer (reads the saved widget state); the font files are Font Awesome,
+    # fetched only while a widget shows an icon or its loading spinner (woff2 first).
     ("@jupyter-widgets/html-manager/dist/embed-amd.js", "html-manager"),
     ("@jupyter-widgets/html-manager/dist/*.woff2", "html-manager"),
     # anywidget's npm build is itself an AMD module: define(["@jupyter-widgets/base"], ...).

@@ -173,9 +173,11 @@ def site(tmp_path_factory):
 class Harness:
     """The harness page, and what went wrong on it: page and console errors, foreign requests."""
 
-    def __init__(self, browser, base: str, dpr: float = DPR, size: tuple[int, int] = (800, 600)):
+    def __init__(self, browser, base: str, dpr: float = DPR, size: tuple[int, int] = (800, 600),
+                 mobile: bool = False):
         self.context = browser.new_context(device_scale_factor=dpr,
-                                           viewport={"width": size[0], "height": size[1]})
+                                           viewport={"width": size[0], "height": size[1]},
+                                           is_mobile=mobile, has_touch=mobile)
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.foreign: list[str] = []

@@ -114,21 +114,11 @@ def site(tmp_path_factory):
         yield url
 
 
-class Page:
+class Page(view_js.Harness):
     """The harness page in a context of its own (a phone, or a desktop at some ratio)."""
 
     def __init__(self, browser, base: str, dpr: float, size: dict, mobile: bool = False):
-        self.context = browser.new_context(device_scale_factor=dpr, viewport=size,
-                                           is_mobile=mobile, has_touch=mobile)
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.foreign: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(
-            f"console error: {m.text}"))
-        local_only(self.page, base, self.foreign)
-        self.page.goto(base + "index.html")
-        self.page.wait_for_function("window.harness !== undefined", timeout=15_000)
+        super().__init__(browser, base, dpr, (size["width"], size["height"]), mobile)
 
     def show(self, view, index: list[int]) -> dict:
         got = self.page.evaluate("([s, i]) => window.harness.show(s, i)", [view.scene, index])
