@@ -10,7 +10,6 @@ and checks that the same cells then show no image, so this test can fail.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import nbformat
@@ -18,13 +17,11 @@ import pytest
 from bs4 import BeautifulSoup
 from nbconvert import HTMLExporter
 
+from tests.test_notebooks_meta import widget_state  # tools/widget_state.py
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_PATHS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-_spec = importlib.util.spec_from_file_location("widget_state", ROOT / "tools" / "widget_state.py")
-widget_state = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(widget_state)
 
 
 def view_cells(nb) -> list[int]:

@@ -18,7 +18,6 @@ Options (developers): --notebooks DIR (default notebooks/), --out DIR (default s
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import json
 import re
@@ -32,6 +31,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
+
+import widget_state  # tools/widget_state.py (run as a script, tools/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
@@ -60,16 +61,6 @@ CJK_FAMILY = "Noto Sans SC subset"
 # Colab's badge line, first in each notebook (tools/sync_colab.py writes it).
 BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\s*\n+")
 CHECK = re.compile(r"^def check_\d+\(", re.M)
-
-
-def load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-widget_state = load_tool("widget_state")
 
 
 # ------------------------------------------------------------------------------ sources

@@ -28,19 +28,9 @@ from conftest import ARTIFACTS, SUMMARIES, _cannot_run, notebooks_dir  # tests/b
 
 from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
 
+from tests.test_notebooks_meta import widget_state  # tools/widget_state.py
+
 pytestmark = pytest.mark.browser
-
-
-def _load_widget_state():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "widget_state", Path(__file__).resolve().parents[2] / "tools" / "widget_state.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-widget_state = _load_widget_state()
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("ATTN_SITE_DIR") or ROOT / "site").resolve()
@@ -269,12 +259,12 @@ def test_chinese_terms_are_drawn_with_the_shipped_font(open_page, report):
     loaded = page.evaluate("""() => performance.getEntriesByType("resource")
         .map((r) => r.name).filter((n) => n.includes("/_static/fonts/"))""")
     assert loaded, "no font file of the subset was fetched"
-    sizes = [(SITE / "_static" / "fonts").glob("*.woff2")]
-    total = sum(f.stat().st_size for f in (SITE / "_static" / "fonts").glob("*.woff2"))
+    subset = sorted((SITE / "_static" / "fonts").glob("*.woff2"))
+    total = sum(f.stat().st_size for f in subset)
     assert total < 300_000, f"the CJK subset weighs {total / 1e3:.0f} kB"
     report(f"site CJK: {len(cjk)} shipped faces drew the Chinese terms of 02 "
            f"({'no system CJK font' if not system_cjk.strip() else 'a system CJK font exists too'});"
-           f" subset {total / 1e3:.0f} kB in {len(list(sizes[0]))} files")
+           f" subset {total / 1e3:.0f} kB in {len(subset)} files")
     p.check("02 fonts")
 
 

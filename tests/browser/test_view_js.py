@@ -162,10 +162,14 @@ def assert_image(page, view: str, step: int) -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """A temp dir with view.js and the harness page, served on 127.0.0.1: yields the base URL."""
-    root = tmp_path_factory.mktemp("view_js")
+    yield from serve_harness(tmp_path_factory.mktemp("view_js"),
+                             HARNESS.replace("SCENE", json.dumps(encode(make_scene()))))
+
+
+def serve_harness(root: Path, page: str):
+    """view.js and the harness ``page`` in ``root``, served on 127.0.0.1: yields the base URL."""
     shutil.copy(VIEW_JS, root / "view.js")
-    (root / "index.html").write_text(HARNESS.replace("SCENE", json.dumps(encode(make_scene()))))
+    (root / "index.html").write_text(page)
     with serve(root) as url:
         yield url
 
@@ -192,6 +196,13 @@ class Harness:
     def assert_clean(self) -> None:
         assert not self.errors, self.errors
         assert not self.foreign, f"requests to other hosts: {self.foreign}"
+
+    def problems(self) -> list[str]:
+        """What went wrong since the last call (errors, foreign requests), then forget it."""
+        found = self.errors + [f"request to another host: {u}" for u in self.foreign]
+        self.errors.clear()
+        self.foreign.clear()
+        return found
 
 
 @pytest.fixture

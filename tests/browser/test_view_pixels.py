@@ -52,7 +52,6 @@ from __future__ import annotations
 import base64
 import importlib
 import io
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +59,6 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 from PIL import Image
-from benchmarks.bench_pages import serve  # 127.0.0.1 only, a free port
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.text import Text
@@ -72,7 +70,6 @@ from tests.test_page_scenes import VIEWS
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-VIEW_JS = ROOT / "helpers" / "widgets" / "view.js"
 ARTIFACTS = ROOT / "artifacts" / "browser"  # as conftest.py's (git-ignored)
 
 # Tolerances, in levels of 0-255 (see the module docstring); measured today, see the report.
@@ -178,12 +175,7 @@ def built_views():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """A temp dir with view.js and the harness page, served on 127.0.0.1: yields the base URL."""
-    root = tmp_path_factory.mktemp("view_pixels")
-    shutil.copy(VIEW_JS, root / "view.js")
-    (root / "index.html").write_text(HARNESS)
-    with serve(root) as url:
-        yield url
+    yield from view_js.serve_harness(tmp_path_factory.mktemp("view_pixels"), HARNESS)
 
 
 class Harness(view_js.Harness):
@@ -203,12 +195,6 @@ class Harness(view_js.Harness):
         w, h = size
         raw = base64.b64decode(self.page.evaluate("() => window.harness.pixels()"))
         return np.frombuffer(raw, np.uint8).reshape(h, w, 4)
-
-    def problems(self) -> list[str]:
-        found = self.errors + [f"request to another host: {u}" for u in self.foreign]
-        self.errors.clear()
-        self.foreign.clear()
-        return found
 
 
 @pytest.fixture(scope="module")

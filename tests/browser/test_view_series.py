@@ -25,12 +25,8 @@ or failed with CI set (conftest.py).
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import numpy as np
 import pytest
-from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
 from matplotlib.figure import Figure
 
 from helpers.widgets._common import figure_png
@@ -40,7 +36,6 @@ from tests.test_page_scenes import VIEWS
 
 pytestmark = pytest.mark.browser
 
-VIEW_JS = Path(__file__).resolve().parents[2] / "helpers" / "widgets" / "view.js"
 PHONE = {"width": 390, "height": 844}
 MIN_TEXT_PX = 9.0  # CSS px: view.js's floor for the smallest text of a shrunk figure
 STRIPE_TOL = 1.5  # levels of luminance (0-255) a pixel may rise above both its neighbours
@@ -107,11 +102,7 @@ window.harness = { show, move, line, smallestText: view.smallestText };
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    root = tmp_path_factory.mktemp("view_series")
-    shutil.copy(VIEW_JS, root / "view.js")
-    (root / "index.html").write_text(HARNESS)
-    with serve(root) as url:
-        yield url
+    yield from view_js.serve_harness(tmp_path_factory.mktemp("view_series"), HARNESS)
 
 
 class Page(view_js.Harness):
@@ -124,12 +115,6 @@ class Page(view_js.Harness):
         got = self.page.evaluate("([s, i]) => window.harness.show(s, i)", [view.scene, index])
         assert got["error"] is None, got["error"]
         return got
-
-    def problems(self) -> list[str]:
-        found = self.errors + [f"request to another host: {u}" for u in self.foreign]
-        self.errors.clear()
-        self.foreign.clear()
-        return found
 
 
 def _views():
