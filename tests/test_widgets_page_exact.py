@@ -265,3 +265,99 @@ def test_titles_are_described_in_every_state_an_inset_axes_too():
     for i in range(3):
         assert sorted(op[1] for op in scene_ops(scene, [i]) if op[0] == "d") == [
             f"inset {i}", f"main {i}"]
+
+
+# ------------------------------------------------------------------ the economies of recording
+# Recording skips work where nothing it reads changed (a title's place, an axis's ticks, text
+# metrics). Each case below must come out exact in every state without the whole-figure
+# fallback: the economy itself is exact, not rescued by the check.
+
+@pytest.fixture
+def no_fallback(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the scene was recorded whole: the part-by-part recording "
+                             "differed from matplotlib's drawing")
+
+    monkeypatch.setattr(page, "_whole_scene", refuse)
+
+
+def test_a_title_above_top_tick_labels_that_change(no_fallback):
+    # The title sits above the top tick labels, which grow with n; the view's draw calls
+    # set_title (which puts the title back at y = 1) in every state, also when only the
+    # colour of the line changes: the title must still be drawn where matplotlib places it.
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
+    ax.tick_params(top=True, labeltop=True, bottom=False, labelbottom=False)
+    (line,) = ax.plot([0, 5], [0, 1])
+
+    def draw(n: int, colour: str) -> Figure:
+        ax.set_xticks(range(n), ["w" * (2 * k + 1) for k in range(n)], rotation=60)
+        ax.set_title(f"{n} labels")
+        line.set_color(colour)
+        return fig
+
+    view = interactive_figure(draw, n=widgets.IntSlider(value=2, min=1, max=5),
+                              colour=widgets.Dropdown(options=["tab:blue", "tab:red"]))
+    scene = assert_exact_everywhere(view)
+    title_y = {op[2] for i in range(5)
+               for op in scene_ops(scene, [i, 0]) if op[0] == "t" and op[3].endswith("labels")}
+    assert len(title_y) > 2  # the title moves up as the labels grow
+
+
+def test_a_y_offset_text_under_a_title(no_fallback):
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
+    (line,) = ax.plot([0, 1, 2], [1.0, 3.0, 2.0])
+
+    def draw(exponent: int, width: float) -> Figure:
+        line.set_ydata(np.array([1.0, 3.0, 2.0]) * 10.0 ** exponent + 10.0 ** exponent)
+        line.set_linewidth(width)
+        ax.relim()
+        ax.autoscale_view()
+        ax.set_title("scaled")
+        return fig
+
+    view = interactive_figure(draw, exponent=widgets.SelectionSlider(options=[0, 6, 9]),
+                              width=widgets.FloatSlider(value=1.0, min=1.0, max=3.0, step=1.0))
+    scene = assert_exact_everywhere(view)
+    texts = {op[3] for op in scene_ops(scene, [2, 0]) if op[0] == "t"}
+    assert any("e9" in t or "10" in t for t in texts) or any(
+        op[0] == "p" for op in scene_ops(scene, [2, 0]))  # the offset text is drawn
+
+
+def test_locator_settings_changed_in_place(no_fallback):
+    # locator_params changes the locator in place and marks no tick changed: fewer or more
+    # ticks under the same limits.
+    fig = Figure(figsize=(4, 2))
+    ax = fig.subplots()
+    ax.plot([0, 100], [0, 1])
+    ax.set_xlim(0, 100)
+
+    def draw(nbins: int) -> Figure:
+        ax.locator_params(axis="x", nbins=nbins)
+        return fig
+
+    view = interactive_figure(draw, nbins=widgets.SelectionSlider(options=[2, 10, 4]))
+    scene = assert_exact_everywhere(view)
+    counts = [sum(op[0] == "t" for op in scene_ops(scene, [i])) for i in range(3)]
+    assert len(set(counts)) == 3
+
+
+def test_text_metrics_follow_the_rcparams_that_shape_them():
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    from helpers.widgets._record import Recorder
+
+    fig = Figure(figsize=(2, 1), dpi=100)
+    prop = FontProperties(size=11)
+    seen = []
+    for hinting, family in [("default", "DejaVu Sans"), ("no_hinting", "DejaVu Sans"),
+                            ("default", "DejaVu Serif")]:
+        with matplotlib.rc_context({"text.hinting": hinting, "font.sans-serif": [family]}):
+            got = Recorder(fig).get_text_width_height_descent("Wavy text", prop, False)
+            want = RendererAgg(10, 10, 100).get_text_width_height_descent("Wavy text", prop,
+                                                                          False)
+            assert got == pytest.approx(want, abs=0)
+            seen.append(got)
+    assert len(set(seen)) > 1  # the settings do change the metrics

@@ -20,12 +20,13 @@ filters, and images rotated or skewed by their transform.
 from __future__ import annotations
 
 import base64
+import functools
 import inspect
-import math
 import re
 from contextlib import contextmanager
 
 import numpy as np
+from matplotlib import rcParams
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import GraphicsContextBase, RendererBase
 from matplotlib.backends.backend_agg import RendererAgg
@@ -76,6 +77,11 @@ def _family(prop) -> str | None:
     """The family name of the font file matplotlib draws ``prop`` with (serif and monospace
     resolve to DejaVu Serif and DejaVu Sans Mono unless rcParams say otherwise), or None for
     the default face, DejaVu Sans."""
+    return _family_of(prop.copy(), _metrics_rc(False))
+
+
+@functools.lru_cache(maxsize=1024)
+def _family_of(prop, rc: tuple) -> str | None:
     family = get_font(findfont(prop)).family_name
     return None if family == DEFAULT_FAMILY else family
 
@@ -155,6 +161,37 @@ def _grid_axis(edges: np.ndarray, snap: bool):
     return k0, k1 - k0, order[np.searchsorted(first, np.arange(k0, k1), side="right") - 1]
 
 
+_METRICS_RC = ("text.hinting", "text.hinting_factor", "text.kerning_factor", "font.family",
+               "font.sans-serif", "font.serif", "font.monospace", "font.cursive", "font.fantasy")
+_MATH_RC = ("mathtext.fontset", "mathtext.default", "mathtext.fallback", "mathtext.rm",
+            "mathtext.it", "mathtext.bf", "mathtext.bfit", "mathtext.sf", "mathtext.tt",
+            "mathtext.cal")
+
+
+def _metrics_rc(ismath: bool) -> tuple:
+    """The rcParams that the font and its metrics depend on, as a hashable key (read as the
+    dict holds them: ``rcParams[name]`` checks for deprecations, a cost on every text)."""
+    names = _METRICS_RC + _MATH_RC if ismath else _METRICS_RC
+    return tuple(tuple(v) if isinstance(v := _rc_get(rcParams, n), list) else v for n in names)
+
+
+def _rc_get(params, name: str):
+    return dict.get(params, name) if isinstance(params, dict) else params.get(name)
+
+
+@functools.lru_cache(maxsize=16384)
+def _text_metrics(s: str, prop, ismath, dpi: float, rc: tuple) -> tuple[float, float, float]:
+    """Agg's (width, height, descent) of ``s`` in ``prop`` at ``dpi``, remembered: laying out
+    a text in FreeType is most of what recording a tick label costs, and a view's states draw
+    the same labels again and again. (Agg's metrics depend on the dpi only, not on the canvas.)"""
+    return _agg_at(dpi).get_text_width_height_descent(s, prop, ismath)
+
+
+@functools.lru_cache(maxsize=8)
+def _agg_at(dpi: float) -> RendererAgg:
+    return RendererAgg(1, 1, dpi)
+
+
 class Recorder(RendererBase):
     """Records ``fig``'s drawing as ops; text metrics come from Agg, so the layout is Agg's."""
 
@@ -162,7 +199,6 @@ class Recorder(RendererBase):
         super().__init__()
         self.width, self.height = fig.bbox.width, fig.bbox.height  # pixels at fig.dpi
         self.dpi = fig.dpi
-        self._agg = RendererAgg(int(math.ceil(self.width)), int(math.ceil(self.height)), self.dpi)
         self.ops: list[Op] = []
 
     # What matplotlib asks of every renderer.
@@ -175,7 +211,9 @@ class Recorder(RendererBase):
     def get_text_width_height_descent(self, s, prop, ismath):
         if ismath == "TeX":  # laid out before it is drawn: refused here, TeX or not installed
             self.draw_tex(None, 0, 0, s, prop, 0)
-        return self._agg.get_text_width_height_descent(s, prop, ismath)
+        # A copy of prop: the key must not change when the caller's FontProperties does; the
+        # rcParams that pick the font file and shape its glyphs are part of the key too.
+        return _text_metrics(s, prop.copy(), ismath, self.dpi, _metrics_rc(bool(ismath)))
 
     def points_to_pixels(self, points):
         return points * self.dpi / 72

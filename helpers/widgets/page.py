@@ -82,6 +82,7 @@ from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.image import AxesImage
+from matplotlib.ticker import FixedFormatter, Formatter
 
 from ._record import (Op, Recorder, UnsupportedDrawing, described_titles, record_figure,
                       titles, unsampled_images)
@@ -236,26 +237,100 @@ def _containers_visible(part: Artist) -> bool:
 _PROBE = np.array([[1.0, 1.0], [2.0, 3.0]])  # points whose transform tells two transforms apart
 
 
-def _context(part: Artist) -> tuple | None:
+def _context(part: Artist, memo: dict | None = None) -> tuple | None:
     """What ``part``'s drawing depends on outside its own properties (which matplotlib's
     ``stale`` flag covers): whether its containers are visible, where its transform puts two
     points (Axes limits, position and scales all move them), its clip box and clip path, and
     its Axes' limits and place (an Axis's ticks). None: no key can be trusted (a 3D Axes
-    projects with a view matrix of its own), so it is always drawn again."""
+    projects with a view matrix of its own), so it is always drawn again.
+
+    ``memo``: a dict shared by the parts of one figure in one state (nothing moves between
+    their calls): each transform, clip and Axes is then worked out once, not once per part."""
     if isinstance(part, Axes) and _is_3d(part):
         return None
+    memo = {} if memo is None else memo
     try:
-        where = part.get_transform().transform(_PROBE).tobytes()
-        box = part.get_clip_box()
-        path = part.get_clip_path()
-        clip = (None if box is None else tuple(box.bounds),
-                None if path is None else path.get_fully_transformed_path().vertices.tobytes())
+        transform, box, path = part.get_transform(), part.get_clip_box(), part.get_clip_path()
+        where = _memo(memo, transform, lambda: _where(transform))
+        clip = (None if box is None else _memo(memo, box, lambda: tuple(box.bounds)),
+                None if path is None else _memo(
+                    memo, path, lambda: path.get_fully_transformed_path().vertices.tobytes()))
     except Exception:  # a transform that cannot take the probe: always draw again
         return None
     ax = part.axes
-    place = None if ax is None else (tuple(ax.viewLim.bounds), tuple(ax.bbox.bounds),
-                                     ax.get_xscale(), ax.get_yscale())
-    return (_containers_visible(part), part.get_visible(), where, clip, place)
+    place = None if ax is None else _memo(memo, ax, lambda: (
+        tuple(ax.viewLim.bounds), tuple(ax.bbox.bounds), ax.get_xscale(), ax.get_yscale()))
+    ticks = _locators(part) if isinstance(part, Axis) else None
+    return (_containers_visible(part), part.get_visible(), where, clip, place, ticks)
+
+
+def _where(transform) -> bytes:
+    """What ``transform`` does: its matrix when it is affine (cached by matplotlib until one
+    of its parts changes), else where it puts two probe points."""
+    if transform.is_affine:
+        return transform.get_matrix().tobytes()
+    return transform.transform(_PROBE).tobytes()
+
+
+def _memo(memo: dict, obj: object, compute: Callable[[], object]) -> object:
+    """``compute()`` once per ``obj`` in ``memo`` (keyed by identity; ``obj`` is kept alive
+    with its value, so that no other object can take its id while the memo lives)."""
+    hit = memo.get(id(obj))
+    if hit is None:
+        hit = memo[id(obj)] = (obj, compute())
+    return hit[1]
+
+
+def _title_key(ax: Axes, renderer, boxes: dict) -> tuple | None:
+    """Everything ``ax._update_title_position`` reads to place the titles, or None when it
+    must run (child Axes, x tick labels or label on top, a y offset text such as '1e6'):
+    each title's box where it starts (y = 1: the box stands for its text, font, pad and the
+    Axes' place) and the window extents of the Axes it lines titles up with. The same key,
+    the same places."""
+    if ax._autotitlepos is False:  # placed by hand (set_title(y=...)): it returns at once
+        return ()
+    if ax.child_axes:
+        return None
+    place = tuple(ax.bbox.bounds)
+    key: list = [place]
+    for title in (ax.title, ax._left_title, ax._right_title):
+        if not title.get_text():
+            key.append(None)
+            continue
+        # Kept in ``boxes`` until the title or its Axes' place changes: laying it out is
+        # most of this key's cost.
+        if title.stale or boxes.get(title, (None,))[0] != place:
+            (x, y), was_stale = title.get_position(), title.stale
+            title.set_position((x, 1.0))
+            boxes[title] = (place, tuple(title.get_window_extent(renderer).bounds))
+            title.set_position((x, y))
+            title.stale = was_stale
+        key.append(boxes[title][1])
+    group = ax.get_figure(root=False)._align_label_groups["title"].get_siblings(ax)
+    others = {id(a): a for a in [*ax._twinned_axes.get_siblings(ax), *group]}
+    for _, other in sorted(others.items()):  # the same Axes each time: by id, one order
+        if other.yaxis.offsetText.get_visible() and _offset_text(other.yaxis):
+            return None
+        if (other.xaxis.get_ticks_position() in ("top", "unknown")
+                or other.xaxis.get_label_position() == "top"):
+            # It reads the x axis's box: the same ticks, labels and place, the same box.
+            axis_key = _axis_key(other.xaxis)
+            if axis_key is None:
+                return None
+            key.append((axis_key, _context(other.xaxis)))
+        key.append(tuple(other.spines.get("outline", other).get_window_extent().bounds))
+    return tuple(key)
+
+
+def _offset_text(axis: Axis) -> str:
+    """The offset text ('1e6', '+3') ``axis`` shows with its ticks now: '' for formatters
+    without one (a heatmap's fixed labels), else what its formatter gives the tick locations."""
+    formatter = axis.get_major_formatter()
+    if type(formatter).get_offset is Formatter.get_offset:
+        return ""
+    if not isinstance(formatter, FixedFormatter):
+        formatter.format_ticks(axis.get_majorticklocs())
+    return formatter.get_offset()
 
 
 def _axis_key(part: Artist) -> tuple | None:
@@ -263,7 +338,7 @@ def _axis_key(part: Artist) -> tuple | None:
     limits or ticks again on every drawing, which marks the Axis stale, and redrawing it
     (laying out every tick label) is most of a recording's cost. None (draw it again) for
     other parts, and for an Axis any of whose ticks or labels changed (a tick label's colour)."""
-    if not isinstance(part, Axis) or any(_stale(child) for child in part.get_children()):
+    if not isinstance(part, Axis) or any(_stale(child) for child in _children(part)):
         return None
     major, minor = part.get_majorticklocs(), part.get_minorticklocs()
     return (tuple(part.get_view_interval()), tuple(major), tuple(minor),
@@ -297,6 +372,8 @@ class _Scene:
         self.context: dict[int, tuple | None] = {}  # the context it was recorded in
         self.axis_keys: dict[int, tuple | None] = {}  # an Axis part's _axis_key, likewise
         self.in_frame: set[int] = set()  # the parts the default drawing drew (have a place)
+        self.title_places: dict = {}  # Axes → (_title_key, its titles' places) when last placed
+        self.title_boxes: dict = {}  # title → (its Axes' place, its box at y = 1), for the key
         self.frame = self._record_frame()
 
     def _draw(self, state: tuple[int, ...]) -> Figure:
@@ -352,6 +429,27 @@ class _Scene:
             self.last.setdefault(k, "[]")
         return frame
 
+    def _place_titles(self, ax: Axes) -> None:
+        """Place ``ax``'s titles as ``Axes.draw`` does (``ax._update_title_position``), but
+        where nothing it reads changed since it last ran (``_title_key``), put them where it
+        put them then: it lays out every y tick label to find them, and the view's draw may
+        have moved them back (``set_title`` starts a title at y = 1). A title left where it
+        was is not marked changed."""
+        titles = (ax.title, ax._left_title, ax._right_title)
+        key = _title_key(ax, self.recorder, self.title_boxes)
+        done = self.title_places.get(ax)
+        if key is not None and done is not None and done[0] == key:
+            for title, where in zip(titles, done[1]):
+                if title.get_position() != where:
+                    title.set_position(where)
+            return
+        placed = [(t, t.get_position(), t.stale) for t in titles]
+        ax._update_title_position(self.recorder)
+        for text, where, was_stale in placed:
+            if not was_stale and text.get_position() == where:
+                text.stale = False
+        self.title_places[ax] = (key, [t.get_position() for t in titles])
+
     def record(self, state: tuple[int, ...], wanted: Sequence[int]) -> dict[int, str]:
         """The ops of the parts ``wanted`` in ``state``, after the view's draw updated the
         figure in place: each drawn again unless neither it nor its context changed since its
@@ -360,14 +458,17 @@ class _Scene:
             if self._draw(state) is not self.fig or figure_parts(self.fig) != self.parts:
                 raise _Rebuilt
             rec = self.recorder
-            contexts = {k: _context(self.parts[k]) for k in wanted}
-            again = [k for k in wanted if contexts[k] is None or contexts[k] != self.context[k]
-                     or _stale(self.parts[k])]
             with unsampled_images(self.images):
-                for ax in {p.axes for k in again if (p := self.parts[k]).axes is not None}:
+                # Axes first, as Axes.draw does: their aspect and titles' places are part of
+                # what the parts are drawn from.
+                for ax in {p.axes for k in wanted if (p := self.parts[k]).axes is not None}:
                     ax._unstale_viewLim()
                     ax.apply_aspect()
-                    ax._update_title_position(rec)
+                    self._place_titles(ax)
+                memo: dict = {}
+                contexts = {k: _context(self.parts[k], memo) for k in wanted}
+                again = [k for k in wanted if contexts[k] is None
+                         or contexts[k] != self.context[k] or _stale(self.parts[k])]
                 for k in again:
                     part = self.parts[k]
                     key = _axis_key(part)
@@ -387,18 +488,36 @@ class _Scene:
         return {k: self.cache[(state, k)] for k in wanted}
 
 
+def _children(artist: Artist) -> list[Artist]:
+    """``artist``'s children; an Axis's ticks as they are (``Axis.get_children`` runs the
+    locators to make as many ticks as they ask for: that the Axis's context covers, see
+    ``_locators``)."""
+    if isinstance(artist, Axis):
+        return [artist.label, artist.offsetText, *artist.majorTicks, *artist.minorTicks]
+    return artist.get_children()
+
+
 def _stale(artist: Artist) -> bool:
     """Whether matplotlib marked ``artist`` or anything inside it (a legend's texts, an axis's
     ticks) as changed since it was last recorded."""
-    return artist.stale or any(_stale(child) for child in artist.get_children())
+    return artist.stale or any(_stale(child) for child in _children(artist))
 
 
 def _unstale(artist: Artist) -> None:
     """Mark ``artist`` and everything inside it as recorded (drawing leaves some children,
     such as ticks outside the view, marked stale)."""
     artist.stale = False
-    for child in artist.get_children():
+    for child in _children(artist):
         _unstale(child)
+
+
+def _locators(axis: Axis) -> tuple:
+    """Which locators ``axis`` has and their settings (``locator_params`` changes them in
+    place, marking nothing stale): with the Axes' limits and place, what its ticks are."""
+    return tuple((id(locator), type(locator).__name__, tuple(
+        (name, value.tobytes() if isinstance(value, np.ndarray) else repr(value))
+        for name, value in vars(locator).items() if name != "axis"))
+        for locator in (axis.get_major_locator(), axis.get_minor_locator()))
 
 
 class _Rebuilt(Exception):

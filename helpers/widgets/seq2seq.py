@@ -86,6 +86,7 @@ def _layout(fig: Figure) -> None:
     give the scale, and a colorbar would cost a third of each redraw). A fixed grid, no layout
     engine: a redraw only redraws (``_fit_margins`` widens the margins once per example)."""
     start_figure(fig, ALIGNMENT_LABEL, fixed_layout=True)  # margins set below
+    fig.__dict__.pop("_fitted_margins", None)  # measured for the axes cleared here
     grid = fig.add_gridspec(2, 1, height_ratios=[3, 1], hspace=0.4, **MARGINS)
     ax_map = fig.add_subplot(grid[0])
     ax_bar = fig.add_subplot(grid[1], sharex=ax_map)
@@ -114,16 +115,20 @@ def _set_content(fig: Figure, source_tokens: Sequence[str], output_tokens: Seque
         ax.set_xticks(range(T), list(source_tokens), rotation=45, ha=ha,
                       rotation_mode="anchor", fontsize="small")
     ax_map.patches[0].set_width(T)
-    for bar in list(ax_bar.patches):
-        bar.remove()
-    ax_bar.bar(range(T), np.zeros(T), color=HIGHLIGHT)
+    # One bar per source token, kept: a shorter example hides the bars past its end (new
+    # artists on every example would make a page view record each state whole).
+    if len(ax_bar.patches) < T:
+        ax_bar.bar(range(len(ax_bar.patches), T), 0.0, color=HIGHLIGHT)
+    for k, bar in enumerate(ax_bar.patches):
+        bar.set_visible(k < T)
 
 
-def _fit_margins(fig: Figure) -> None:
+def _fit_margins(fig: Figure, content: tuple) -> None:
     """Widen the grid's margins (from ``MARGINS``) until every label clears the figure's edge
     by ``PAD_PX``: long step labels ("11: <eos>") push the heatmap right, long source tokens
     the bars up; then slide a title wider than its axes sideways into the figure. Measured
-    once per example and title (a step move changes no label), not per draw."""
+    once per example and title (a step move changes no label), not per draw, and remembered
+    by ``content`` (the tokens and title shown) for the figure's size."""
     axes = fig.axes
     grid = axes[0].get_subplotspec().get_gridspec()
     width, height = fig.bbox.width, fig.bbox.height
@@ -132,6 +137,15 @@ def _fit_margins(fig: Figure) -> None:
         grid.update(**margins)  # (it moves the axes of pyplot's figures only)
         for ax in axes:
             ax.set_position(ax.get_subplotspec().get_position(fig))
+
+    fitted = fig.__dict__.setdefault("_fitted_margins", {})
+    key = (content, width, height, fig.dpi)
+    if key in fitted:  # measured before: the same labels fit the same margins
+        margins, title_xs = fitted[key]
+        place(**margins)
+        for ax, x in zip(axes, title_xs):
+            ax.title.set_x(x)
+        return
 
     def extent(titles: bool) -> Bbox:  # display px, with or without the titles
         for ax in axes:
@@ -157,6 +171,8 @@ def _fit_margins(fig: Figure) -> None:
         box = ax.title.get_window_extent()
         shift = max(PAD_PX - box.x0, 0.0) - max(box.x1 - width + PAD_PX, 0.0)  # px
         ax.title.set_x(0.5 + shift / ax.bbox.width)
+    fitted[key] = ({side: getattr(grid, side) for side in MARGINS},
+                   [ax.title.get_position()[0] for ax in axes])
 
 
 def _shows(fig: Figure, source_tokens: Sequence[str], output_tokens: Sequence[str],
@@ -217,7 +233,7 @@ def draw_alignment(
     ax_map.set_title(title, fontsize="medium")
     ax_bar.set_title(f"step {step}: writes {output_tokens[step - 1]!r}", fontsize="medium")
     if changed:
-        _fit_margins(fig)
+        _fit_margins(fig, (tuple(source_tokens), tuple(output_tokens), title))
     return fig
 
 
@@ -264,6 +280,7 @@ def alignment_view(
     step = check_int_in("step", step, 1, longest, "(the longest output)")
     sources = [tokenize_source(t) for t in texts]
     fig = Figure(figsize=(6.0, 5.6))
+    longest_source = max(range(len(texts)), key=lambda i: len(sources[i]))
 
     def draw(example: int, step: int) -> Figure:
         i = example - 1
@@ -271,8 +288,9 @@ def alignment_view(
         title = alignment_title(texts[i], tokens, None if targets is None else targets[i])
         return draw_alignment(sources[i], tokens, weights, step, title=title, fig=fig)
 
+    draw(longest_source + 1, 1)  # every bar any example needs, made once
     view = interactive_figure(
-        draw, 
+        draw,
         example=widgets.IntSlider(value=example, min=1, max=len(texts), description="example date",
                                   continuous_update=False, style={"description_width": "initial"}),
         step=widgets.IntSlider(value=step, min=1, max=longest, description="decoding step t",
