@@ -41,7 +41,7 @@ def frame(fig: Figure) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- the table and its columns
-@pytest.mark.parametrize("d", [32, 8, 4, 64])
+@pytest.mark.parametrize("d", [32, 8, 16, 64])
 def test_encoding_view_draws_the_table_and_its_columns(d):
     view = positional.encoding_view()
     control(view, "encoding dimension d").value = d
@@ -76,18 +76,45 @@ def test_column_slider_moves_the_curves_and_the_frame():
 
 
 def test_dimension_slider_redraws_the_table_and_the_columns_move_left_to_fit():
-    # The page view needs fixed value lists: d in multiples of 4, first column in even steps
+    # The page view needs fixed value lists: d in doublings, first column in even steps
     # (one sine/cosine pair) over the widest table; columns past d are moved left to fit.
     view = positional.encoding_view(32, 26)
     column = control(view, "first column shown")
     assert (column.min, column.max, column.step) == (0, 60, 2)
-    assert tuple(control(view, "encoding dimension d").options) == tuple(range(4, 65, 4))
-    control(view, "encoding dimension d").value = 12
+    assert tuple(control(view, "encoding dimension d").options) == (8, 16, 32, 64)
+    assert [len(c.values) for c in view._controls] == [4, 31]  # 124 states to record
+    control(view, "encoding dimension d").value = 16
     assert column.value == 26  # the slider keeps its place
-    assert heatmap_axes(view.result).images[0].get_array().shape == (60, 12)
-    assert frame(view.result) == (8, 4)
+    assert heatmap_axes(view.result).images[0].get_array().shape == (60, 16)
+    assert frame(view.result) == (12, 4)
     np.testing.assert_allclose(curve_axes(view.result).lines[-1].get_ydata(),
-                               expected_table(60, 12)[:, 11], atol=1e-12)
+                               expected_table(60, 16)[:, 15], atol=1e-12)
+
+
+def test_doubling_d_stretches_the_table_sideways():
+    # What notebook 07 says of the d slider: pair j of the d-wide table has the frequency of
+    # pair 2j of the 2d-wide one, so columns 6, 7 at d = 16 are columns 12, 13 at d = 32 and
+    # 24, 25 at d = 64 (the first two curves of those views).
+    view = positional.encoding_view(16, 6)
+    curves = []
+    for d, first in ((16, 6), (32, 12), (64, 24)):
+        control(view, "encoding dimension d").value = d
+        control(view, "first column shown").value = first
+        curves.append([line.get_ydata().copy() for line in curve_axes(view.result).lines[:2]])
+    for other in curves[1:]:
+        np.testing.assert_allclose(other, curves[0], atol=1e-12)
+
+
+def test_draw_encoding_leaves_the_table_alone_when_only_the_columns_move():
+    # A page view records again only what a move marked as changed: the table (a 60 × d image)
+    # once per d, not once per first column.
+    fig = positional.draw_encoding(32, 6)
+    image = heatmap_axes(fig).images[0]
+    image.stale = False
+    positional.draw_encoding(32, 10, fig=fig)
+    assert not image.stale and frame(fig) == (10, 4)
+    positional.draw_encoding(16, 10, fig=fig)
+    assert image.stale and image.get_array().shape == (60, 16)
 
 
 def test_low_frequencies_sit_in_the_later_columns():
@@ -118,11 +145,11 @@ def drawn_points(fig: Figure) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(dots.get_offsets()), np.asarray(rings.get_offsets())
 
 
-@pytest.mark.parametrize("j", [0, 2, 7, 15])
+@pytest.mark.parametrize("j", [0, 3, 9, 15])
 def test_rotated_points_are_the_pairs_of_row_i_plus_delta(j):
     view = positional.rotation_view()
     control(view, "column pair j").value = j
-    for delta in [-3, 0, 1, 5, 17]:
+    for delta in [-3, 0, 1, 5, 17, 20]:
         control(view, "position offset δ").value = delta
         dots, rings = drawn_points(view.result)
         rows = range(8)
@@ -147,8 +174,39 @@ def test_arcs_run_on_the_unit_circle_from_each_dot_to_its_ring():
         np.testing.assert_allclose([x[-1], y[-1]], ring, atol=1e-12)
 
 
+def test_rotation_view_offers_every_offset_and_every_third_pair():
+    # Every integer δ in ±20 (one step turns pair 0 by 1 rad, as notebook 07 says), and the
+    # pairs 0, 3, … 15: the fastest to the slowest frequency in 6 stops. 6 × 41 = 246 states.
+    view = positional.rotation_view()
+    assert [(c.name, c.values) for c in view._controls] == [
+        ("j", (0, 3, 6, 9, 12, 15)), ("delta", tuple(range(-20, 21)))]
+    control(view, "column pair j").value = 0
+    control(view, "position offset δ").value = 1
+    assert "δ = 1: turn by δ·ω_j = 1.000 rad" in view.result.axes[0].get_title()
+    control(view, "column pair j").value = 15
+    control(view, "position offset δ").value = 20
+    assert "δ = 20: turn by δ·ω_j = 0.004 rad" in view.result.axes[0].get_title()
+    # another d: every third pair and the last one
+    other = positional.rotation_view(0, 0, num_hiddens=24, max_delta=3, pair_step=3)
+    assert [c.values for c in other._controls] == [(0, 3, 6, 9, 11), (-3, -2, -1, 0, 1, 2, 3)]
+    positional.rotation_view(0, 11, num_hiddens=24)  # the last pair is on the slider
+
+
+def test_draw_rotation_leaves_the_dots_alone_when_only_delta_moves():
+    # The dots and their labels depend on j only: not marked as changed when δ moves, so a
+    # page view records them once per pair.
+    fig = positional.draw_rotation(2, 3)
+    dots, rings = fig.axes[0].collections
+    for artist in (dots, rings, *fig.axes[0].texts):
+        artist.stale = False
+    positional.draw_rotation(5, 3, fig=fig)
+    assert rings.stale and not dots.stale and not any(t.stale for t in fig.axes[0].texts)
+    positional.draw_rotation(5, 6, fig=fig)
+    assert dots.stale and all(t.stale for t in fig.axes[0].texts)
+
+
 def test_each_slider_changes_the_drawing():
-    view = positional.rotation_view(delta=2, j=2)
+    view = positional.rotation_view(delta=2, j=3)
     dots, rings = (a.copy() for a in drawn_points(view.result))
     control(view, "position offset δ").value = 6
     dots_2, rings_2 = drawn_points(view.result)
@@ -228,11 +286,15 @@ def test_rotation_draws_what_it_did_and_allocates_only_the_pairs_drawn():
     (lambda: positional.draw_encoding(32, -1), r"^first_col must be an int >= 0, got -1"),
     (lambda: positional.draw_encoding(32, 2.5), r"^first_col must be an int >= 0, got 2.5"),
     (lambda: positional.draw_encoding(32, 2, num_cols=0), r"^num_cols must be a positive int"),
-    (lambda: positional.encoding_view(100), r"^num_hiddens must be one of the slider's values 4, 8 … 64"),
-    (lambda: positional.encoding_view(30), r"^num_hiddens must be one of the slider's values"),
+    (lambda: positional.encoding_view(100), r"^num_hiddens must be one of the slider's values 8, 16, 32, 64 "),
+    (lambda: positional.encoding_view(12), r"^num_hiddens must be one of the slider's values .* got 12"),
+    (lambda: positional.encoding_view(8, num_cols=2, max_hiddens=7),
+     r"^max_hiddens must leave a power of two >= max\(8, num_cols = 2\), got 7"),
     (lambda: positional.encoding_view(32, 5), r"^first_col must be even .* got 5"),
     (lambda: positional.encoding_view(32, 62), r"^first_col must be an int in \[0, 60\]"),
-    (lambda: positional.rotation_view(delta=3), r"^delta and max_delta must be even"),
+    (lambda: positional.rotation_view(j=2), r"^j must be one of the slider's pairs 0, 3, 6, 9, 12, 15 "),
+    (lambda: positional.rotation_view(pair_step=0), r"^pair_step must be an int >= 1, got 0"),
+    (lambda: positional.rotation_view(delta=3, j=0, max_delta=2), r"^delta must be an int in \[-2, 2\]"),
     (lambda: positional.encoding_view(32, num_cols=70), r"^max_hiddens must be an int >= 70"),
     (lambda: positional.draw_encoding(fig=1), r"^fig must be a matplotlib Figure or None, got int"),
 ])

@@ -13,6 +13,7 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from matplotlib.path import Path
 
 from helpers.widgets.page import PageView
 from helpers.widgets import scale
@@ -217,6 +218,54 @@ def test_gqa_titles_stay_inside_the_figure(kv_heads):
         assert ax.get_title() and 0 <= box.x0 and box.x1 <= width and box.y1 <= height, (
             ax.get_title(), box)
         assert box.y0 >= ax.bbox.y1  # above its axes, not over them
+
+
+def _drawn(fig: Figure):
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    return renderer
+
+
+def _touches(box, path, width_px: float) -> bool:
+    """Whether a text's box, grown by half the line's width and 1 px, meets the line's path
+    (display coordinates)."""
+    return path.intersects_bbox(box.padded(width_px / 2 + 1), filled=False)
+
+
+@pytest.mark.parametrize("kv_heads", scale.KV_HEAD_CHOICES)
+def test_gqa_no_label_touches_a_line(kv_heads):
+    # "G=32" once sat on the 80 GiB line (64 GiB is a few pixels below 80 on this log scale),
+    # and the line's own label nearly did: the line now stops where the curves do, its label
+    # 3 points above it. Every text of the cache panel, and the K/V head numbers of the
+    # left one, against every line near it, in every state of the view.
+    fig = scale.draw_gqa(kv_heads)
+    renderer = _drawn(fig)
+    px = fig.dpi / 72
+    heads, lines = fig.axes
+    texts = [t for t in lines.texts if t.get_text()]
+    assert len(texts) == len(scale.KV_HEAD_CHOICES) + 1  # G=… labels and the 80 GiB one
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        for line in lines.lines:
+            path = line.get_transform().transform_path(line.get_path())
+            assert not _touches(box, path, line.get_linewidth() * px), (text.get_text(), line)
+    borders = heads.collections[1]  # the black lines between groups
+    for text in (t for t in heads.texts if t.get_text()):
+        box = text.get_window_extent(renderer)
+        for segment in borders.get_segments():
+            path = Path(heads.transData.transform(segment))
+            assert not _touches(box, path, borders.get_linewidth()[0] * px), text.get_text()
+
+
+def test_gqa_numbers_heads_from_1():
+    # The series numbers heads from 1: the query-head ticks and the K/V heads' labels.
+    fig = scale.draw_gqa(8)
+    heads = fig.axes[0]
+    assert [t.get_text() for t in heads.get_xticklabels()] == ["1", "8", "16", "24", "32"]
+    np.testing.assert_array_equal(heads.get_xticks(), [0, 7, 15, 23, 31])
+    assert [t.get_text() for t in heads.texts if t.get_text()] == [str(g) for g in range(1, 9)]
+    assert heads.get_xlabel() == "query head"
 
 
 def test_gqa_names_the_two_ends_and_rejects_other_head_counts():

@@ -156,14 +156,22 @@ def draw_encoding(
         _layout_encoding(fig, P, len(cols), digits)
         parts = _encoding_parts(fig, num_positions, len(cols), digits)
     ax_map, ax_curves = parts
-    ax_map.images[0].set_data(P)
-    ax_map.images[0].set_extent((-0.5, num_hiddens - 0.5, num_positions - 0.5, -0.5))
-    ax_map.patches[0].set_bounds(cols.start - 0.5, -0.5, len(cols), num_positions)
+    # What did not change is left alone (not set again, so not marked as changed): a page view
+    # then records again only what a move changed (the table when d moves, not when the
+    # first column does).
+    image = ax_map.images[0]
+    if fresh or not np.array_equal(np.asarray(image.get_array()), P):
+        image.set_data(P)
+        image.set_extent((-0.5, num_hiddens - 0.5, num_positions - 0.5, -0.5))
+    bounds = (cols.start - 0.5, -0.5, len(cols), num_positions)
+    if fresh or ax_map.patches[0].get_bbox().bounds != bounds:
+        ax_map.patches[0].set_bounds(*bounds)
     ax_map.set_title(f"P: {num_positions} positions × {num_hiddens} columns", fontsize="medium")
     if fresh:
         freeze_layout(fig)  # with the placeholder labels in the legend: later ones are no wider
     for line, text, col in zip(ax_curves.lines, ax_curves.get_legend().get_texts(), cols):
-        line.set_ydata(P[:, col])
+        if fresh or not np.array_equal(line.get_ydata(), P[:, col]):
+            line.set_ydata(P[:, col])
         line.set_label(f"Col {col}")
         text.set_text(f"Col {col}")  # the legend is updated, not rebuilt
     return fig
@@ -173,24 +181,26 @@ def encoding_view(
     num_hiddens: int = 32, first_col: int = 6, *, num_positions: int = 60, num_cols: int = 4,
     max_hiddens: int = 64,
 ) -> PageView:
-    """Sliders: the encoding dimension d (the multiples of 4 from ``num_cols`` to
-    ``max_hiddens``) and the first column shown (even, 0 … ``max_hiddens`` − ``num_cols``;
-    moved left when the columns would not fit in d) → ``draw_encoding``.
+    """Sliders: the encoding dimension d (the powers of two from 8, or from ``num_cols`` if
+    larger, to ``max_hiddens``: 8, 16, 32, 64 by default) and the first column shown (even, 0 …
+    ``max_hiddens`` − ``num_cols``; moved left when the columns would not fit in d) →
+    ``draw_encoding``.
 
-    Even first columns: each step moves by one sine/cosine pair. The grid keeps the view's
-    states few enough to draw in the page without a kernel (16 × 31)."""
+    Doublings of d: pair j of the d-wide table has the frequency of pair 2j of the 2d-wide one
+    (ω_j depends on j/d only), so each step of d stretches the same table sideways. Even first
+    columns: each step moves by one sine/cosine pair. The grid (4 × 31 by default) keeps the
+    view's states few enough to record for the page quickly."""
     check_positive_int("num_positions", num_positions)
     num_cols = check_positive_int("num_cols", num_cols)
     max_hiddens = check_int_in("max_hiddens", max_hiddens, num_cols, why="(at least num_cols)")
-    sizes = [d for d in range(4, max_hiddens + 1, 4) if d >= num_cols]
+    sizes = [2 ** k for k in range(3, max_hiddens.bit_length()) if 2 ** k >= num_cols]
     if not sizes:
-        raise ValueError(f"max_hiddens must leave a multiple of 4 >= num_cols = {num_cols}, "
+        raise ValueError(f"max_hiddens must leave a power of two >= max(8, num_cols = {num_cols}), "
                          f"got {max_hiddens}")
     if not (isinstance(num_hiddens, numbers.Integral) and not isinstance(num_hiddens, bool)
             and num_hiddens in sizes):
-        raise ValueError(f"num_hiddens must be one of the slider's values {sizes[0]}, "
-                         f"{sizes[1] if len(sizes) > 1 else ''} … {sizes[-1]} (multiples of 4), "
-                         f"got {num_hiddens!r}")
+        raise ValueError(f"num_hiddens must be one of the slider's values "
+                         f"{', '.join(map(str, sizes))} (powers of two), got {num_hiddens!r}")
     last = max_hiddens - num_cols
     first_col = check_int_in("first_col", first_col, 0, last - last % 2,
                              "(the slider's range, even)")
@@ -257,7 +267,7 @@ def _check_rotation_args(delta: object, j: object, num_hiddens: object,
 
 
 def draw_rotation(
-    delta: int = 2, j: int = 2, *, num_hiddens: int = 32, num_positions: int = 8,
+    delta: int = 2, j: int = 3, *, num_hiddens: int = 32, num_positions: int = 8,
     fig: Figure | None = None,
 ) -> Figure:
     """The pairs (P[i,2j], P[i,2j+1]) of rows i = 0 … T-1 on the unit circle (dots, labelled i)
@@ -284,7 +294,11 @@ def draw_rotation(
     ax = fig.axes[0]
     dots, rings = ax.collections
     start, end = to_numpy(pairs), to_numpy(images)
-    dots.set_offsets(start)
+    # The dots and their labels depend on j only: set again only when they move, so that a
+    # page view records them once per j, not once per state.
+    moved = fresh or not np.array_equal(np.asarray(dots.get_offsets()), start)
+    if moved:
+        dots.set_offsets(start)
     rings.set_offsets(end)
     # Turn angles along each arc, one point per 0.2 rad: smooth for a long arc, few points for
     # a short one (the page view stores every arc of every state).
@@ -294,7 +308,7 @@ def draw_rotation(
     arc_y = -start[:, 0] * np.sin(t) + start[:, 1] * np.cos(t)  # (steps, T)
     for arc, x, y in zip(ax.lines[1:], arc_x.T, arc_y.T):
         arc.set_data(x, y)
-    for text, xy in zip(ax.texts, start):
+    for text, xy in zip(ax.texts if moved else (), start):
         text.xy = tuple(xy)
         text.stale = True  # a plain attribute: tell matplotlib (and the page view) it moved
     ax.set_title(f"pair j = {j} (columns {2 * j}, {2 * j + 1}), ω_j = {omega:.4f}\n"
@@ -305,33 +319,50 @@ def draw_rotation(
     return fig
 
 
+def _pair_choices(num_hiddens: int, pair_step: int) -> list[int]:
+    """The pairs j the view's slider offers: every ``pair_step``-th from 0, and the last pair."""
+    last = num_hiddens // 2 - 1
+    return sorted(set(range(0, last + 1, pair_step)) | {last})
+
+
 def rotation_view(
-    delta: int = 2, j: int = 2, *, num_hiddens: int = 32, num_positions: int = 8,
-    max_delta: int = 20,
+    delta: int = 2, j: int = 3, *, num_hiddens: int = 32, num_positions: int = 8,
+    max_delta: int = 20, pair_step: int = 3,
 ) -> PageView:
-    """Sliders: the offset δ (even, −``max_delta`` … ``max_delta``) and the column pair j →
-    ``draw_rotation``. Even offsets keep the range wide (a large j needs a large δ to turn
-    visibly) and the view's states few enough to draw in the page without a kernel."""
+    """Sliders: the column pair j (every ``pair_step``-th pair from 0, and the last: 0, 3, 6,
+    9, 12, 15 for d = 32) and the offset δ (every integer, −``max_delta`` … ``max_delta``) →
+    ``draw_rotation``.
+
+    Every offset: one step of δ turns pair 0 by ω_0 = 1 rad. Every third pair covers the
+    frequencies from the fastest (ω_0 = 1) to the slowest (ω_15 ≈ 0.0002 for d = 32), each
+    ≈ 5.6 times slower than the one before; the pairs between turn by amounts between their
+    neighbours'. 6 × 41 = 246 states by default (all 16 pairs would be 656), each recorded
+    for the page when the view is shown."""
     max_delta = check_int_in("max_delta", max_delta, 0)
-    _check_rotation_args(delta, j, num_hiddens, num_positions)
+    pair_step = check_int_in("pair_step", pair_step, 1)
+    delta, j, num_hiddens, num_positions = _check_rotation_args(delta, j, num_hiddens,
+                                                                num_positions)
     check_int_in("delta", delta, -max_delta, max_delta, "(the slider's range, ±max_delta)")
-    if delta % 2 or max_delta % 2:
-        raise ValueError(f"delta and max_delta must be even (the slider moves by 2), got "
-                         f"delta={delta}, max_delta={max_delta}")
+    pairs = _pair_choices(num_hiddens, pair_step)
+    if j not in pairs:
+        shown = ", ".join(map(str, pairs)) if len(pairs) <= 8 else \
+            f"{pairs[0]}, {pairs[1]}, … {pairs[-1]}"
+        raise ValueError(f"j must be one of the slider's pairs {shown} (every {pair_step}-th "
+                         f"pair and the last), got {j}")
     fig = Figure(figsize=(5.2, 5.0))
 
     def draw(delta: int, j: int) -> Figure:
         return draw_rotation(delta, j, num_hiddens=num_hiddens, num_positions=num_positions,
                              fig=fig)
 
-    return interactive_figure(
-        draw, 
-        delta=widgets.IntSlider(value=delta, min=-max_delta, max=max_delta, step=2,
-                                description="position offset δ", continuous_update=False,
-                                style={"description_width": "initial"}),
-        j=widgets.IntSlider(value=j, min=0, max=num_hiddens // 2 - 1,
+    return interactive_figure(  # j first: the title's order (the pair, then the offset)
+        draw,
+        j=widgets.IntSlider(value=j, min=0, max=pairs[-1], step=pair_step,
                             description="column pair j", continuous_update=False,
                             style={"description_width": "initial"}),
+        delta=widgets.IntSlider(value=delta, min=-max_delta, max=max_delta,
+                                description="position offset δ", continuous_update=False,
+                                style={"description_width": "initial"}),
     )
 
 

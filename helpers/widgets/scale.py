@@ -327,10 +327,11 @@ def cache_bytes_per_token(layers: int, kv_heads: int, head_size: int, bytes_per_
 def _layout_gqa(fig: Figure, heads: int) -> None:
     start_figure(fig, GQA_LABEL)
     left, right = fig.subfigures(1, 2, width_ratios=[1.2, 1])
-    show_heatmaps(np.zeros((2, heads)), xlabel="head", ylabel="", cmap="Blues", vmin=-0.6,
+    show_heatmaps(np.zeros((2, heads)), xlabel="query head", ylabel="", cmap="Blues", vmin=-0.6,
                   vmax=1.3, colorbar=False, yticklabels=["query head", "reads K/V head"], fig=left)
     ax = left.axes[0]
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    numbered = sorted({0, *range(7, heads, 8), heads - 1})  # heads are numbered from 1
+    ax.set_xticks(numbered, [str(i + 1) for i in numbered])
     ax.add_collection(LineCollection([[(x - 0.5, -0.5), (x - 0.5, 0.5)] for x in range(1, heads)],
                                      colors="white", linewidths=1))  # every query head its own
     ax.add_collection(LineCollection([], colors="black", linewidths=2))  # K/V groups
@@ -340,10 +341,14 @@ def _layout_gqa(fig: Figure, heads: int) -> None:
     for g in KV_HEAD_CHOICES:
         per_token = cache_bytes_per_token(MODEL["layers"], g, MODEL["head_size"], MODEL["bytes"])
         lines.plot(CONTEXTS, CONTEXTS * per_token / 2**30, color="grey", alpha=0.35, linewidth=1)
-        lines.text(CONTEXTS[-1] * 1.15, CONTEXTS[-1] * per_token / 2**30, f"G={g}",
+        lines.text(CONTEXTS[-1] * 1.3, CONTEXTS[-1] * per_token / 2**30, f"G={g}",
                    va="center", fontsize="x-small", color="grey")
-    lines.axhline(80, color="black", linestyle=":", linewidth=1)
-    lines.text(CONTEXTS[0], 95, "80 GiB: one large GPU", fontsize="x-small")
+    # The 80 GiB line stops where the curves do: the G labels to its right (G=32's sits at
+    # 64 GiB, a few pixels below 80) never touch it; its own label sits 3 points above it.
+    lines.plot([CONTEXTS[0] / 1.3, CONTEXTS[-1]], [80, 80], color="black", linestyle=":",
+               linewidth=1)
+    lines.annotate("80 GiB: one large GPU", (CONTEXTS[0], 80), xytext=(0, 3),
+                   textcoords="offset points", va="bottom", fontsize="x-small")
     lines.plot([], [], color="C3", linewidth=2.5, gid="current")
     lines.set_xscale("log", base=2)
     lines.set_yscale("log")
@@ -361,9 +366,10 @@ def _layout_gqa(fig: Figure, heads: int) -> None:
 
 def draw_gqa(kv_heads: int = 8, *, fig: Figure | None = None) -> Figure:
     """Left: which key/value head each of the H = 32 query heads of ``MODEL`` reads (H/G
-    neighbours share one; G = H is multi-head, G = 1 multi-query attention). Right: the KV
-    cache of one sequence against its length for every G (grey) and this one (red), log
-    scales fixed; the title gives the bytes per token, 2 · L · G · d · bytes, and the share saved
+    neighbours share one; G = H is multi-head, G = 1 multi-query attention); heads are
+    numbered from 1, as everywhere in the series. Right: the KV cache of one sequence against
+    its length for every G (grey) and this one (red), log scales fixed, no label touching a
+    line; the title gives the bytes per token, 2 · L · G · d · bytes, and the share saved
     against multi-head attention, on two lines that stay inside the figure."""
     heads = MODEL["heads"]
     check_figure("fig", fig, optional=True)
@@ -382,11 +388,11 @@ def draw_gqa(kv_heads: int = 8, *, fig: Figure | None = None) -> Figure:
     ax.images[0].set_data(np.stack([np.full(heads, 0.45), kv_of % 2]))  # groups: alternate
     ax.collections[1].set_segments([[(x - 0.5, -0.5), (x - 0.5, 1.5)]
                                     for x in range(group, heads, group)])
-    for i, text in enumerate(ax.texts):  # the K/V head's number, once per group when it fits
-        centre = (i // group) * group + (group - 1) / 2
+    for i, text in enumerate(ax.texts):  # the K/V head's number (from 1), once per group
+        centre = (i // group) * group + (group - 1) / 2  # when it fits
         show = i % group == 0 and (group >= 2 or heads <= 16)
         text.set_position((centre, 1))
-        text.set_text(str(kv_of[i]) if show else "")
+        text.set_text(str(kv_of[i] + 1) if show else "")
         text.set_color("white" if kv_of[i] % 2 else "black")  # readable on both shades
     per_token = cache_bytes_per_token(MODEL["layers"], kv_heads, MODEL["head_size"], MODEL["bytes"])
     full = cache_bytes_per_token(MODEL["layers"], heads, MODEL["head_size"], MODEL["bytes"])

@@ -217,16 +217,18 @@ def _rotation_right(fig: Figure, kw: dict) -> bool:
 def _encoding_valid(kw: dict) -> bool:
     if "max_hiddens" not in kw:  # draw_encoding: any sizes
         return kw["num_cols"] <= kw["num_hiddens"]
-    # encoding_view: the slider's values, d a multiple of 4, the first column even
-    return (kw["num_cols"] <= kw["num_hiddens"] <= kw["max_hiddens"] and kw["num_hiddens"] % 4 == 0
+    # encoding_view: the slider's values, d a power of two >= 8, the first column even
+    d = kw["num_hiddens"]
+    return (max(8, kw["num_cols"]) <= d <= kw["max_hiddens"] and d & (d - 1) == 0
             and kw["first_col"] % 2 == 0 and kw["first_col"] <= kw["max_hiddens"] - kw["num_cols"])
 
 
 def _rotation_valid(kw: dict) -> bool:
     if "max_delta" not in kw:  # draw_rotation: any offset
         return kw["j"] < kw["num_hiddens"] // 2
-    return (kw["j"] < kw["num_hiddens"] // 2 and abs(kw["delta"]) <= kw["max_delta"]
-            and kw["delta"] % 2 == 0 and kw["max_delta"] % 2 == 0)
+    last = kw["num_hiddens"] // 2 - 1  # the slider's pairs: every pair_step-th, and the last
+    return (kw["j"] <= last and (kw["j"] % kw["pair_step"] == 0 or kw["j"] == last)
+            and abs(kw["delta"]) <= kw["max_delta"])
 
 
 POSITIONAL = [
@@ -264,7 +266,7 @@ POSITIONAL = [
                 "num_cols": "size", "max_hiddens": "size"},
          valid=_encoding_valid,
          check=lambda out, kw: (_is_view(out) and _control(out, "encoding dimension d").options[-1]
-                                == kw["max_hiddens"] // 4 * 4
+                                == 2 ** (int(kw["max_hiddens"]).bit_length() - 1)
                                 and _encoding_right(out.result, {**kw, "first_col": min(
                                     kw["first_col"], kw["num_hiddens"] - kw["num_cols"])}))),
     Spec("helpers.widgets.positional.draw_rotation", call=pw.draw_rotation,
@@ -275,11 +277,12 @@ POSITIONAL = [
          edge=[Case("foreign-fig", lambda kw: kw.update(fig=_foreign()), _rotation_right),
                Case("odd-d", lambda kw: kw.update(num_hiddens=7, j=2), _rotation_right)]),
     Spec("helpers.widgets.positional.rotation_view", call=pw.rotation_view,
-         good=lambda: dict(delta=2, j=1, num_hiddens=8, num_positions=5, max_delta=4),
+         good=lambda: dict(delta=3, j=2, num_hiddens=10, num_positions=5, max_delta=4, pair_step=2),
          rules={"delta": "int", "j": Int(0), "num_hiddens": Int(2), "num_positions": "size",
-                "max_delta": Int(0)},
+                "max_delta": Int(0), "pair_step": Int(1)},
          valid=_rotation_valid,
          check=lambda out, kw: (_is_view(out) and _control(out, "position offset δ").max == kw["max_delta"]
+                                and _control(out, "column pair j").max == kw["num_hiddens"] // 2 - 1
                                 and _rotation_right(out.result, kw))),
     Spec("helpers.widgets.positional.demo_views", call=pw.demo_views, good=dict, limit=60,
          check=lambda out, kw: set(out) == {"encoding", "rotation"}
