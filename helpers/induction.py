@@ -1,6 +1,7 @@
 """Induction heads（归纳头）on a toy copy task: the data, training with checkpoints, head metrics.
 
-Legend: B batch, T tokens, V vocabulary size, L layers, H heads, C checkpoints, E examples.
+Legend: B batch, T tokens, V vocabulary size, L layers, H heads, C checkpoints, E examples,
+N model width. Layers and heads are numbered from 1 where a function takes them as arguments.
 A sequence is a random prefix, a segment of random tokens, then the same segment again; the
 segment's length (the copy distance) varies from sequence to sequence, so no fixed look-back
 offset predicts the copy: a model has to find the previous occurrence of the current token and
@@ -29,7 +30,7 @@ from .transformer import DecoderLM
 __all__ = [
     "CopyTask", "CopyBatch", "TrainingRun", "make_model", "copy_loss", "copy_accuracy",
     "induction_targets", "offset_targets", "mean_weight_on", "previous_token_score",
-    "induction_score", "offset_profile",
+    "induction_score", "offset_profile", "composition_scores",
     "train_with_checkpoints", "token_labels",
 ]
 
@@ -299,6 +300,70 @@ def induction_score(weights: torch.Tensor, tokens: torch.Tensor,
         raise ValueError("tokens must repeat a token (at a query that counts) so that some query "
                          "has an induction target, got none")
     return mean_weight_on(weights, targets)
+
+
+_KINDS = ("q", "k", "v")  # composition_scores: queries, keys, values
+
+
+def _folded(weight: torch.Tensor, norm: torch.nn.LayerNorm) -> torch.Tensor:
+    """``weight`` (rows, N) reading through the LayerNorm ``norm``, with the norm's linear part
+    folded in: W diag(γ) P, P = I − 11ᵀ/N the centring (each row's mean taken out)."""
+    W = weight * norm.weight  # (rows, N)
+    return W - W.mean(-1, keepdim=True)
+
+
+def _circuits(model: DecoderLM, layer: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Layer ``layer``'s (from 1) QK and OV circuits, (H, N, N) each: a query vector x scores a
+    key vector y as xᵀ W_QK y; W_OV z is what a head writes for a vector z it reads."""
+    block = model.blocks[layer - 1]
+    att = block.attention
+    H = att.num_heads
+    d_h = att.W_q.out_features // H
+    q, k, v = (_folded(lin.weight.to(dtype), block.norm1).reshape(H, d_h, -1)  # (H, d_h, N)
+               for lin in (att.W_q, att.W_k, att.W_v))
+    o = att.W_o.weight.to(dtype).reshape(-1, H, d_h).transpose(0, 1)  # (H, N, d_h)
+    return q.transpose(-2, -1) @ k / d_h**0.5, o @ v  # (H, N, N) each
+
+
+def composition_scores(model: DecoderLM, kind: str = "k", sender: int = 1,
+                       receiver: int = 2) -> torch.Tensor:
+    """How much each head of layer ``sender`` writes into what each head of layer ``receiver``
+    reads (Elhage et al., 2021), from the weights alone → (H, H), entry [i, j] for sender head
+    i + 1 and receiver head j + 1 (layers numbered from 1, ``sender < receiver``).
+
+    With W_QK = W_qᵀ W_k / √d_h (N, N), laid out (query, key), and W_OV = W_o W_v (N, N) per
+    head, the score is ‖A B‖_F / (‖A‖_F ‖B‖_F) with B = W_OV of the sender head and A, by
+    ``kind``: "k" W_QK of the receiver (the sender's output enters its keys), "q" W_QKᵀ (its
+    queries), "v" W_OV (its values). Each block's first LayerNorm is folded into the weights
+    that read through it as its linear part, γ and the centring (W → W diag(γ)(I − 11ᵀ/N));
+    its 1/σ (a positive number per token) and every bias are left out. A head whose matrix
+    is 0 scores 0. Computed in the parameters' dtype, at least float32; a "rope" model is
+    refused (its scores depend on the positions, not on W_QK alone).
+    """
+    if not isinstance(model, DecoderLM):
+        raise ValueError(f"model must be a DecoderLM, got {type(model).__name__}")
+    if not isinstance(kind, str) or kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    if model.positional == "rope":
+        raise ValueError("model must have position-free queries and keys (any positional but "
+                         "'rope'), got positional='rope'")
+    L = len(model.blocks)
+    sender = check_int("sender", sender, 1)
+    receiver = check_int("receiver", receiver, 1)
+    if receiver > L:
+        raise ValueError(f"receiver must be a layer of the model, 1 … {L}, got {receiver}")
+    if sender >= receiver:
+        raise ValueError(f"sender must be a layer before receiver={receiver}, got {sender}")
+    weight = model.blocks[0].attention.W_q.weight
+    check_holds_data("model's parameters", weight)
+    dtype = torch.promote_types(weight.dtype, torch.float32)
+    with torch.no_grad():
+        qk, ov = _circuits(model, receiver, dtype)
+        A = {"k": qk, "q": qk.transpose(-2, -1), "v": ov}[kind][None]  # (1, H, N, N): receivers
+        B = _circuits(model, sender, dtype)[1][:, None]  # (H, 1, N, N): senders
+        norm = torch.linalg.matrix_norm
+        den = norm(A) * norm(B)  # (H, H)
+        return torch.where(den > 0, norm(A @ B) / den.where(den > 0, 1.0), 0.0)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import torch
 from helpers import DecoderLM
 from helpers import induction
 from helpers.induction import (
-    CopyBatch, CopyTask, copy_accuracy, copy_loss, induction_score, induction_targets,
+    CopyBatch, CopyTask, composition_scores, copy_accuracy, copy_loss, induction_score, induction_targets,
     make_model, mean_weight_on, offset_profile, offset_targets, previous_token_score,
     token_labels, train_with_checkpoints,
 )
@@ -314,6 +314,10 @@ def test_default_training_grows_a_previous_token_head_and_an_induction_head():
     assert profile[0, best, 1] > 1.4 * profile[0, best, [0, 2, 3]].max()
     # untrained, no head is either
     assert run.previous_token[0].max() < 0.3 and run.induction[0].max() < 0.3
+    # in the weights: layer 2's keys read what layer 1 writes (K-composition above the untrained
+    # model's 0.1-0.15 for every pair), its queries and values do not (Q and V below it)
+    k, q, v = (composition_scores(run.model, kind) for kind in "kqv")
+    assert bool((k > 0.18).all()) and bool((q < 0.11).all()) and bool((v < 0.11).all())
     # layer 1 is needed: without its attention the copy fails
     ablated = make_model(run.task)
     ablated.load_state_dict(run.model.state_dict())
@@ -321,6 +325,118 @@ def test_default_training_grows_a_previous_token_head_and_an_induction_head():
         ablated.blocks[0].attention.W_o.weight.zero_()
         ablated.blocks[0].attention.W_o.bias.zero_()
         assert copy_accuracy(ablated(run.eval_batch.tokens), run.eval_batch) < 0.5
+
+
+# ------------------------------------------------------------------ composition scores
+def _float64_model(num_layers: int = 3) -> DecoderLM:
+    """A float64 DecoderLM (N = 6, H = 2, d_h = 3) whose LayerNorms have gains and shifts that
+    matter, so that folding them in is tested."""
+    torch.manual_seed(5)
+    model = DecoderLM(7, 6, 2, num_layers, ffn_hiddens=5, max_len=8).double()
+    with torch.no_grad():
+        for block in model.blocks:
+            block.norm1.weight.uniform_(0.5, 1.5)
+            block.norm1.bias.uniform_(-0.5, 0.5)
+    return model
+
+
+def _composition_by_hand(model: DecoderLM, kind: str, sender: int, receiver: int) -> torch.Tensor:
+    """The formula written out, entry by entry, in float64: for receiver head j and sender head i,
+    R = diag(γ) P with P = I − 11ᵀ/N (each block's first LayerNorm), W_QK = (W_q^j R)ᵀ (W_k^j R)
+    / √d_h, W_OV = W_o^i W_v^i R, and ‖A B‖_F / (‖A‖_F ‖B‖_F) with A = W_QK (K), W_QKᵀ (Q) or
+    the receiver's W_OV (V), B the sender's W_OV."""
+    N, H = 6, 2
+    d_h = N // H
+    P = torch.eye(N, dtype=torch.float64) - torch.full((N, N), 1 / N, dtype=torch.float64)
+
+    def circuits(layer):
+        block = model.blocks[layer - 1]
+        att, R = block.attention, torch.diag(block.norm1.weight.detach()) @ P
+        out = []
+        for head in range(H):
+            rows = list(range(head * d_h, (head + 1) * d_h))
+            Wq, Wk, Wv = (lin.weight.detach()[rows] @ R for lin in (att.W_q, att.W_k, att.W_v))
+            Wo = att.W_o.weight.detach()[:, rows]
+            out.append((Wq.T @ Wk / math.sqrt(d_h), Wo @ Wv))
+        return out
+
+    def frobenius(M):
+        return math.sqrt(sum(float(M[a, b]) ** 2 for a in range(N) for b in range(N)))
+
+    senders, receivers = circuits(sender), circuits(receiver)
+    table = torch.zeros(H, H, dtype=torch.float64)
+    for i, (_, B) in enumerate(senders):
+        for j, (qk, ov) in enumerate(receivers):
+            A = {"k": qk, "q": qk.T, "v": ov}[kind]
+            table[i, j] = frobenius(A @ B) / (frobenius(A) * frobenius(B))
+    return table
+
+
+@pytest.mark.parametrize("kind", ["k", "q", "v"])
+@pytest.mark.parametrize("sender, receiver", [(1, 2), (1, 3), (2, 3)])
+def test_composition_scores_against_the_formula_in_float64(kind, sender, receiver):
+    model = _float64_model()
+    scores = composition_scores(model, kind, sender, receiver)
+    assert scores.dtype == torch.float64 and scores.shape == (2, 2)
+    torch.testing.assert_close(scores, _composition_by_hand(model, kind, sender, receiver),
+                               rtol=1e-12, atol=1e-12)
+    assert bool(((scores > 0) & (scores <= 1)).all())
+
+
+def test_k_composition_is_the_key_side():
+    """A receiver whose keys read exactly the direction the sender writes, and whose queries read
+    an orthogonal one, scores 1 on K and 0 on Q (both directions sum to 0, so the centring keeps
+    them; γ = 1). A receiver head whose values read nothing (W_v = 0) scores 0 on V."""
+    model = DecoderLM(5, 4, 1, 2, ffn_hiddens=3, max_len=4).double()
+    u1 = torch.tensor([1.0, -1.0, 0.0, 0.0], dtype=torch.float64)  # the sender writes along u1
+    u2 = torch.tensor([0.0, 0.0, 1.0, -1.0], dtype=torch.float64)  # ⊥ u1
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        for block in model.blocks:
+            block.norm1.weight.fill_(1.0)
+        first, second = model.blocks[0].attention, model.blocks[1].attention
+        first.W_v.weight[0] = u2  # reads u2, writes u1
+        first.W_o.weight[:, 0] = u1
+        second.W_k.weight[0] = u1  # keys read u1
+        second.W_q.weight[0] = u2  # queries read u2
+    k, q, v = (float(composition_scores(model, kind)) for kind in "kqv")
+    assert math.isclose(k, 1.0, rel_tol=1e-12) and q == 0.0 and v == 0.0
+
+
+def test_composition_scores_of_the_untrained_model_and_in_float16():
+    """The untrained model scores at the level of random matrices (0.1–0.15 for N = 64, d_h = 32,
+    the range notebook 08 measures over 1,000 Gaussian draws); float16 weights are computed in
+    float32."""
+    model = make_model(CopyTask())
+    scores = composition_scores(model)
+    assert scores.shape == (2, 2) and bool(((scores > 0.1) & (scores < 0.15)).all())
+    half = composition_scores(make_model(CopyTask()).half())
+    assert half.dtype == torch.float32
+    torch.testing.assert_close(half, scores, rtol=2e-2, atol=2e-3)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(kind="x"), r"kind must be one of \('q', 'k', 'v'\), got 'x'"),
+    (dict(kind="K"), r"kind must be one of"),
+    (dict(sender=2), r"sender must be a layer before receiver=2, got 2"),
+    (dict(receiver=3), r"receiver must be a layer of the model, 1 … 2, got 3"),
+    (dict(sender=0), r"sender must be a positive int, got 0"),
+    (dict(receiver=True), r"receiver must be a positive int, got True"),
+])
+def test_composition_scores_refuse_bad_choices(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        composition_scores(make_model(CopyTask()), **kwargs)
+
+
+def test_composition_scores_refuse_a_rope_model_and_other_modules():
+    with pytest.raises(ValueError, match=r"model must have position-free queries and keys .*"
+                                         r"got positional='rope'"):
+        composition_scores(DecoderLM(5, 4, 1, 2, positional="rope"))
+    with pytest.raises(ValueError, match=r"model must be a DecoderLM, got TransformerBlock"):
+        composition_scores(make_model(CopyTask()).blocks[0])
+    with pytest.raises(ValueError, match=r"model's parameters must be on a device that holds data, got meta"):
+        composition_scores(make_model(CopyTask()).to("meta"))
 
 
 # ------------------------------------------------------------- bad input, reduced precision

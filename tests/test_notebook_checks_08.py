@@ -1,9 +1,10 @@
 """Notebook 08's exercise checks, taken from the stored notebook and called with right and
-wrong answers (no kernel, no training: an untrained model and a fixed evaluation batch stand in
-for ``run``; the checks compute their answer from the same names)."""
+wrong answers (no kernel, no training: an untrained model, its W_o scaled up, and a fixed
+evaluation batch stand in for ``run``; the checks compute their answer from the same names)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from types import SimpleNamespace
 
@@ -17,10 +18,20 @@ from tests.notebook_code import notebook_namespace
 NOTEBOOK = "08_causal_attention_and_the_transformer_block.ipynb"
 
 
+def stand_in_model(task: induction.CopyTask) -> torch.nn.Module:
+    """The untrained model with every W_o ten times larger, so that switching off one head changes
+    a few predictions (an untrained model's heads barely move its argmax)."""
+    model = induction.make_model(task)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attention.W_o.weight.mul_(10)
+    return model
+
+
 @pytest.fixture(scope="module")
 def nb():
     task = induction.CopyTask()
-    run = SimpleNamespace(model=induction.make_model(task), eval_batch=task.sample(128, torch.Generator().manual_seed(1)))
+    run = SimpleNamespace(model=stand_in_model(task), eval_batch=task.sample(128, torch.Generator().manual_seed(1)))
     return notebook_namespace(NOTEBOOK, {"device", "task", "shown", "without_attention", "evaluation", "_number",
                                          "check_1", "check_2", "check_3", "check_4"}, {"run": run})
 
@@ -72,14 +83,45 @@ def test_check_3_refuses_what_is_not_a_number(nb, answer):
     assert is_hint(verdict) and "expected" in verdict, verdict
 
 
-def test_check_4_takes_a_real_number_only(nb):
+def accuracy_without(nb, layer: int, head: int | None = None, rows: bool = False) -> float:
+    """The copy accuracy of run.model with head ``head`` of layer ``layer`` (from 1) switched off,
+    written out: its 32 columns of W_o zeroed (``rows``: its 32 rows, the wrong axis); ``head``
+    None: the whole layer, bias included (``without_attention``)."""
+    model = copy.deepcopy(nb["run"].model)
+    W_o = model.blocks[layer - 1].attention.W_o
     with torch.no_grad():
-        model = nb["without_attention"](nb["run"].model, 2)
-        acc = induction.copy_accuracy(model(nb["evaluation"].tokens), nb["evaluation"])
-    for answer in (acc, np.float32(acc), torch.tensor(acc)):
+        if head is None:
+            W_o.weight.zero_()
+            W_o.bias.zero_()
+        elif rows:
+            W_o.weight[32 * (head - 1): 32 * head] = 0
+        else:
+            W_o.weight[:, 32 * (head - 1): 32 * head] = 0
+        return induction.copy_accuracy(model(nb["evaluation"].tokens), nb["evaluation"])
+
+
+def head_table(nb, rows: bool = False) -> torch.Tensor:
+    return torch.tensor([[accuracy_without(nb, layer, head, rows) for head in (1, 2)] for layer in (1, 2)])
+
+
+def test_check_4_wants_each_single_head_switched_off(nb):
+    table = head_table(nb)
+    for answer in (table, table.tolist(), table.numpy(), table.double(), table + 0.003,
+                   table.clone().requires_grad_(True)):
         assert nb["check_4"](answer) == "correct", answer
-    assert is_hint(nb["check_4"](acc + 0.05))
-    for odd in (complex(acc), torch.tensor(complex(acc)), np.complex128(acc),  # the last two were accepted
-                torch.tensor(acc, device="meta"), str(acc)):  # the meta tensor crashed
-        verdict = nb["check_4"](odd)
-        assert is_hint(verdict) and "expected" in verdict, (odd, verdict)
+    layers = torch.tensor([[accuracy_without(nb, layer)] * 2 for layer in (1, 2)])
+    for wrong, hint in ((layers, "whole layer"), (table.T, "rows are layers"),
+                        (head_table(nb, rows=True), "columns, not rows"), (100 * table, "percentage")):
+        assert (wrong - table).abs().max() >= 0.004  # the stand-in tells them apart
+        assert hint in nb["check_4"](wrong), (hint, nb["check_4"](wrong))
+    for wrong in (table + 0.01, table.flip(1), torch.zeros(2, 2), torch.full((2, 2), math.nan)):
+        verdict = nb["check_4"](wrong)
+        assert is_hint(verdict) and "0.0" not in verdict and "1.0" not in verdict, verdict  # no number given away
+
+
+@pytest.mark.parametrize("answer", ["0.5", 0.5, [0.5, 0.5], torch.zeros(2, 3), torch.zeros(2, 2, dtype=torch.bool),
+                                    torch.zeros(2, 2, dtype=torch.complex64), torch.zeros(2, 2, device="meta"),
+                                    [[1, 2], [3]], np.array([["a", "b"], ["c", "d"]]), lambda: 0])
+def test_check_4_refuses_what_is_not_a_2_by_2_table(nb, answer):
+    verdict = nb["check_4"](answer)  # a meta tensor, a ragged list or a string array must not crash it
+    assert is_hint(verdict) and "expected a (2, 2) tensor" in verdict, verdict

@@ -6,6 +6,7 @@ names, so an untrained model tests them as well as a trained one."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from types import SimpleNamespace
@@ -453,6 +454,9 @@ NAMES_08 = frozenset({"device", "task", "shown", "without_attention", "evaluatio
 def _08_namespace() -> dict:
     task = induction.CopyTask()
     model = induction.make_model(task)  # untrained: a stand-in for the trained run.model
+    with torch.no_grad():  # W_o ten times larger, so that switching off one head moves a few predictions
+        for block in model.blocks:
+            block.attention.W_o.weight.mul_(10)
     return {"run": SimpleNamespace(model=model, eval_batch=task.sample(128, torch.Generator().manual_seed(1)))}
 
 
@@ -460,10 +464,34 @@ def _08_key(ns: dict) -> int:
     return int(induction.induction_targets(ns["shown"].tokens[2][None])[0, 12])
 
 
-def _08_accuracy(ns: dict, layer: int | None = 2) -> float:
-    model = ns["run"].model if layer is None else ns["without_attention"](ns["run"].model, layer)
+def _08_without(ns: dict, layer: int, head: int | None = None, *, rows: bool = False,
+                bias: bool = False) -> float:
+    """Exercise 4, written out: the copy accuracy of run.model with head ``head`` (from 1) of
+    layer ``layer`` switched off, its 32 columns of W_o zeroed; ``rows``: its rows instead (the
+    wrong axis); ``bias``: W_o's bias zeroed too; ``head`` None: the whole layer."""
+    model = copy.deepcopy(ns["run"].model)
+    W_o = model.blocks[layer - 1].attention.W_o
     with torch.no_grad():
+        if head is None:
+            W_o.weight.zero_()
+            W_o.bias.zero_()
+        else:
+            part = slice(32 * (head - 1), 32 * head)
+            (W_o.weight[part] if rows else W_o.weight[:, part]).zero_()
+            if bias:
+                W_o.bias.zero_()
         return induction.copy_accuracy(model(ns["evaluation"].tokens), ns["evaluation"])
+
+
+def _08_heads(ns: dict, **kw) -> torch.Tensor:
+    """(2, 2): row l − 1 for layer l, column h − 1 for head h."""
+    return torch.tensor([[_08_without(ns, layer, head, **kw) for head in (1, 2)] for layer in (1, 2)])
+
+
+def _08_far(ns: dict, answers: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The wrong tables that the stand-in model tells apart from the right one (0.004 or more away)."""
+    right = _08_heads(ns)
+    return [a for a in answers if not bool(((a.double() - right.double()).abs() < 0.004).all())]
 
 
 def _08_floor(ns: dict, seen: int = 1, every: bool = False) -> float:
@@ -505,11 +533,19 @@ SPECS_08 = [
                                 _08_floor(ns) + 0.01, 1, -1, 0, 0.0, math.nan],
               odd=lambda ns: [*odd_numbers(_08_floor(ns)), str(_08_floor(ns))]),
     CheckSpec(NB08, "check_4", wanted=NAMES_08, namespace=_08_namespace,
-              right=lambda ns: as_floats(_08_accuracy(ns)),
-              wrong=lambda ns: [w for w in (_08_accuracy(ns, 1), _08_accuracy(ns, None), _08_accuracy(ns) + 0.05,
-                                            1 - _08_accuracy(ns), 1.0, 0.0)
-                                if abs(w - _08_accuracy(ns)) >= 0.01],
-              odd=lambda ns: [*odd_numbers(_08_accuracy(ns)), 100 * _08_accuracy(ns) + 2, -0.5]),
+              right=lambda ns: [*as_tensors(_08_heads(ns)), _08_heads(ns) + 0.003],
+              wrong=lambda ns: _08_far(ns, [
+                  torch.tensor([[_08_without(ns, layer)] * 2 for layer in (1, 2)]),  # each whole layer
+                  _08_heads(ns).T,  # layers × heads transposed
+                  _08_heads(ns).flip(1),  # the heads swapped (counted from 0 and from 1)
+                  _08_heads(ns, rows=True),  # W_o's rows zeroed: output features, not a head
+                  _08_heads(ns, bias=True),  # the bias, shared by the heads, zeroed too
+                  torch.full((2, 2), _08_without(ns, 2)),  # the old answer: without layer 2
+                  100 * _08_heads(ns), 1 - _08_heads(ns), _08_heads(ns) + 0.01, torch.zeros(2, 2),
+                  torch.full((2, 2), math.nan)]),
+              odd=lambda ns: [*odd_tensors(_08_heads(ns)), _08_heads(ns).bool(), _08_heads(ns)[0],
+                              _08_heads(ns)[None], _08_heads(ns).flatten(), *odd_numbers(_08_without(ns, 2)),
+                              str(_08_heads(ns).tolist())]),
 ]
 
 

@@ -447,6 +447,39 @@ def _offset_targets_by_hand(out, kw) -> bool:
     return out.tolist() == expected
 
 
+def _two_layers(dtype: torch.dtype = torch.float32, positional: str = "sinusoidal") -> DecoderLM:
+    """A 2-layer, 2-head DecoderLM of width 4 with LayerNorm gains that matter."""
+    def make() -> DecoderLM:
+        model = DecoderLM(6, 4, 2, 2, ffn_hiddens=4, max_len=6, positional=positional)
+        with torch.no_grad():
+            for block in model.blocks:
+                block.norm1.weight.uniform_(0.5, 1.5)
+        return model
+    return _seeded(make).to(dtype)
+
+
+def _composition_by_hand(out, kw) -> bool:
+    """‖A B‖_F / (‖A‖_F ‖B‖_F) from matrices written out in float64: R = diag(γ)(I − 11ᵀ/4) per
+    block, W_QK = (W_q R)ᵀ (W_k R) / √2 and W_OV = W_o W_v R per head (rows 2h … 2h + 1)."""
+    model, kind = kw["model"], kw["kind"]
+    P = torch.eye(4, dtype=torch.float64) - 0.25
+
+    def circuits(layer):
+        block = model.blocks[layer - 1]
+        att = block.attention
+        R = torch.diag(block.norm1.weight.detach().double()) @ P
+        w = {name: getattr(att, name).weight.detach().double() for name in ("W_q", "W_k", "W_v", "W_o")}
+        return [((w["W_q"][2 * h:2 * h + 2] @ R).T @ (w["W_k"][2 * h:2 * h + 2] @ R) / math.sqrt(2),
+                 w["W_o"][:, 2 * h:2 * h + 2] @ w["W_v"][2 * h:2 * h + 2] @ R) for h in range(2)]
+
+    ratio = lambda A, B: float((A @ B).norm() / (A.norm() * B.norm()))  # noqa: E731 (Frobenius)
+    receivers, senders = circuits(kw["receiver"]), circuits(kw["sender"])
+    expected = torch.tensor([[ratio({"k": qk, "q": qk.T, "v": ov}[kind], B) for qk, ov in receivers]
+                             for _, B in senders], dtype=torch.float64)
+    return out.shape == (2, 2) and out.dtype == torch.float32 and torch.allclose(
+        out.double(), expected, rtol=1e-4, atol=1e-6)
+
+
 INDUCTION_RUN = ("a dataclass record of what train_with_checkpoints computed (its constructor "
                  "only stores the field); train_with_checkpoints is fuzzed, and builds every "
                  "TrainingRun the project uses")
@@ -574,6 +607,27 @@ INDUCTION = [
              for k in range(kw["max_offset"] + 1)),
          bad=[Case("max_offset=latest start", lambda kw: kw.update(max_offset=4),
                    r"max_offset must be below the latest copy start [34] .*got 4")]),
+    Spec("helpers.induction.composition_scores", call=induction.composition_scores,
+         good=lambda: dict(model=_two_layers(), kind="k", sender=1, receiver=2),
+         rules={"model": _instance(DecoderLM), "kind": OneOf(("q", "k", "v")), "sender": Int(lo=1),
+                "receiver": Int(lo=1)},
+         valid=lambda kw: kw["sender"] < kw["receiver"] <= 2, check=_composition_by_hand,
+         bad=[Case("rope", lambda kw: kw.update(model=_two_layers(positional="rope")),
+                   r"model must have position-free queries and keys .*got positional='rope'"),
+              Case("meta", lambda kw: kw.update(model=_two_layers().to("meta")),
+                   r"model's parameters must be on a device that holds data, got meta"),
+              Case("one layer", lambda kw: kw.update(model=_lm()),
+                   r"receiver must be a layer of the model, 1 … 1, got 2"),
+              Case("sender=receiver", lambda kw: kw.update(sender=2),
+                   r"sender must be a layer before receiver=2, got 2")],
+         edge=[Case(f"kind={k}", lambda kw, k=k: kw.update(kind=k), _composition_by_hand) for k in "qv"]
+         + [Case(f"model={dt}", lambda kw, dt=dt: kw.update(model=_two_layers(dt)),
+                 lambda out, kw: out.dtype == torch.promote_types(kw["model"].norm.weight.dtype, torch.float32)
+                 and bool(((out > 0) & (out <= 1)).all()))
+            for dt in (torch.float16, torch.bfloat16, torch.float64)]
+         + [Case("a head writes nothing",  # sender head 1's W_o columns zeroed: its row scores 0
+                 lambda kw: kw["model"].blocks[0].attention.W_o.weight.data[:, :2].zero_(),
+                 lambda out, kw: bool((out[0] == 0).all() and (out[1] > 0).all()))]),
     Spec("helpers.induction.train_with_checkpoints", call=induction.train_with_checkpoints,
          good=lambda: dict(task=_task(), model=None, steps=2, every=1, batch_size=3, lr=0.01,
                            seed=0, eval_size=4, threads=1),
