@@ -115,6 +115,7 @@ def _set_content(fig: Figure, source_tokens: Sequence[str], output_tokens: Seque
         ax.set_xticks(range(T), list(source_tokens), rotation=45, ha=ha,
                       rotation_mode="anchor", fontsize="small")
     ax_map.patches[0].set_width(T)
+    fig._tokens_shown = (tuple(source_tokens), tuple(output_tokens))  # for _shows
     # One bar per source token, kept: a shorter example hides the bars past its end (new
     # artists on every example would make a page view record each state whole).
     if len(ax_bar.patches) < T:
@@ -177,12 +178,14 @@ def _fit_margins(fig: Figure, content: tuple) -> None:
 
 def _shows(fig: Figure, source_tokens: Sequence[str], output_tokens: Sequence[str],
            weights: np.ndarray) -> bool:
-    """Whether ``fig`` already shows these tokens and weights (then only the step changes)."""
+    """Whether ``fig`` already shows these tokens and weights (then only the step changes).
+    The tokens are compared with what ``_set_content`` put there, not read back from the tick
+    labels: reading them updates every tick, which a page view would take for a change."""
     ax_map, ax_bar = fig.axes
     drawn = np.ma.getdata(ax_map.images[0].get_array())
     return (drawn.shape == weights.shape and np.array_equal(drawn, weights)
-            and [t.get_text() for t in ax_map.get_yticklabels()] == step_labels(output_tokens)
-            and [t.get_text() for t in ax_bar.get_xticklabels()] == list(source_tokens))
+            and getattr(fig, "_tokens_shown", None) == (tuple(source_tokens),
+                                                        tuple(output_tokens)))
 
 
 def draw_alignment(
