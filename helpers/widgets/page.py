@@ -79,9 +79,11 @@ import traitlets
 from IPython.display import display
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.axis import Axis
+from matplotlib.axis import Axis, Tick
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.image import AxesImage
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, Formatter
 
 from ._record import (Op, Recorder, UnsupportedDrawing, described_titles, record_figure,
@@ -443,11 +445,10 @@ class _Scene:
                 if title.get_position() != where:
                     title.set_position(where)
             return
-        placed = [(t, t.get_position(), t.stale) for t in titles]
-        ax._update_title_position(self.recorder)
-        for text, where, was_stale in placed:
-            if not was_stale and text.get_position() == where:
-                text.stale = False
+        group = ax.get_figure(root=False)._align_label_groups["title"].get_siblings(ax)
+        read = {*ax.child_axes, *ax._twinned_axes.get_siblings(ax), *group}  # as it reads them
+        with _kept_clean([*titles, *(axis for a in read for axis in (a.xaxis, a.yaxis))]):
+            ax._update_title_position(self.recorder)
         self.title_places[ax] = (key, [t.get_position() for t in titles])
 
     def record(self, state: tuple[int, ...], wanted: Sequence[int]) -> dict[int, str]:
@@ -509,6 +510,41 @@ def _unstale(artist: Artist) -> None:
     artist.stale = False
     for child in _children(artist):
         _unstale(child)
+
+
+def _drawn(artist: Artist) -> tuple | None:
+    """What laying out a title or an axis's ticks may set on ``artist`` (a tick's place, a
+    text's position and string, a tick line's data), or None for other artists."""
+    if isinstance(artist, Text):
+        return artist.get_position(), artist.get_text()
+    if isinstance(artist, Line2D):
+        return (np.asarray(artist.get_xdata(orig=True)).tobytes(),
+                np.asarray(artist.get_ydata(orig=True)).tobytes())
+    if isinstance(artist, Tick):
+        return (artist.get_loc(),)
+    return None
+
+
+@contextmanager
+def _kept_clean(artists: Sequence[Artist]):
+    """Lay out with matplotlib inside (``Axes._update_title_position`` reads the axes' tick
+    labels, which sets every tick's place and label again): afterwards, whatever was not
+    marked changed before and was set to what it already was (``_drawn``) is not marked
+    changed either, so it is not recorded again for nothing."""
+    before = []
+
+    def visit(artist: Artist) -> None:
+        if not artist.stale:
+            before.append((artist, _drawn(artist)))
+        for child in _children(artist):
+            visit(child)
+
+    for artist in artists:
+        visit(artist)
+    yield
+    for artist, drawn in before:
+        if artist.stale and drawn is not None and _drawn(artist) == drawn:
+            artist.stale = False
 
 
 def _locators(axis: Axis) -> tuple:
