@@ -338,7 +338,9 @@ def composition_scores(model: DecoderLM, kind: str = "k", sender: int = 1,
     that read through it as its linear part, γ and the centring (W → W diag(γ)(I − 11ᵀ/N));
     its 1/σ (a positive number per token) and every bias are left out. A head whose matrix
     is 0 scores 0. Computed in the parameters' dtype, at least float32; a "rope" model is
-    refused (its scores depend on the positions, not on W_QK alone).
+    refused (its scores depend on the positions, not on W_QK alone). An "alibi" or "t5" model
+    adds a bias of the distance alone to its scores, the same whatever the content: the scores
+    here measure the content part, W_QK, as for the others.
     """
     if not isinstance(model, DecoderLM):
         raise ValueError(f"model must be a DecoderLM, got {type(model).__name__}")

@@ -1,4 +1,5 @@
-"""Multi-head attention (多头注意力): H scaled dot-product heads side by side.
+"""Multi-head attention (多头注意力): H scaled dot-product heads side by side, with optional
+positions: RoPE on the queries and keys, or a bias on the scores (ALiBi, T5's relative bias).
 
 Legend: B batch, Q queries, K key-value pairs, N num_hiddens, H heads, N/H size of one head.
 Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys (the opposite of
@@ -7,19 +8,60 @@ Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys (the o
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .attention import attend, check_qkv, unseen_rows
 from .checks import (
-    check_bool, check_holds_data, check_like, check_positive_int, check_probability, check_rank,
-    check_real, check_size,
+    check_bool, check_holds_data, check_int, check_like, check_positive_int, check_probability,
+    check_rank, check_real, check_size,
 )
 from .kv_cache import KVCache
-from .masking import ValidLens, attention_hidden
+from .masking import ValidLens, attention_hidden, softmax_owned
 from .rotary import apply_rotary
 
-__all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output"]
+__all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output", "alibi_slopes", "t5_buckets",
+           "POSITION_BIASES"]
+
+POSITION_BIASES = ("alibi", "t5")  # MultiHeadAttention's position_bias, besides None
+T5_BUCKETS, T5_MAX_DISTANCE = 32, 128  # T5's defaults
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """ALiBi's fixed slopes (线性偏置注意力, Press et al. 2022), s_h = 2^(−8h/H) for h = 1 … H:
+    (H,), float64. Head h adds −s_h·(m − n) to the score of query position m against key
+    position n ≤ m; for H = 8 the slopes are 1/2, 1/4, …, 1/256."""
+    H = check_positive_int("num_heads", num_heads)
+    h = torch.arange(1, H + 1, dtype=torch.float64)  # (H,)
+    return torch.pow(2.0, -8.0 * h / H)  # (H,)
+
+
+def t5_buckets(
+    distances: torch.Tensor, *, num_buckets: int = T5_BUCKETS, max_distance: int = T5_MAX_DISTANCE,
+) -> torch.Tensor:
+    """The bucket of each distance m − n in T5's decoder (Raffel et al. 2020; T5's
+    ``_relative_position_bucket`` with ``bidirectional=False``): distances 0 … E − 1 get a bucket
+    each (E = num_buckets // 2), the larger ones share the other buckets, whose widths grow
+    logarithmically up to ``max_distance``; every distance from there on is in the last bucket.
+    A negative distance (a key after its query, which a causal mask hides) counts as 0.
+    ``distances``: an integer tensor of any shape; returns a long tensor of the same shape.
+    ``num_buckets`` ≥ 2, ``max_distance`` > num_buckets // 2."""
+    if not isinstance(distances, torch.Tensor):
+        raise ValueError(f"distances must be an integer tensor, got {type(distances).__name__}")
+    if distances.is_floating_point() or distances.is_complex() or distances.dtype == torch.bool:
+        raise ValueError(f"distances must hold integers, got dtype {distances.dtype}")
+    check_holds_data("distances", distances)
+    num_buckets = check_int("num_buckets", num_buckets, 2)
+    exact = num_buckets // 2  # distances 0 … exact − 1: one bucket each
+    max_distance = check_int("max_distance", max_distance, exact + 1)
+    d = distances.long().clamp(min=0)  # future keys: distance 0
+    work = torch.float32 if d.device.type == "mps" else torch.float64  # MPS has no float64
+    grow = torch.log(d.clamp(min=exact).to(work) / exact) / math.log(max_distance / exact)  # 0 … 1 …
+    far = (exact + grow * (num_buckets - exact)).long().clamp(max=num_buckets - 1)
+    return torch.where(d < exact, d, far)  # same shape as distances
 
 
 def transpose_qkv(X: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -59,8 +101,18 @@ class MultiHeadAttention(nn.Module):
     ``causal=True``: a key takes part only if it is within the valid length **and** not in the
     query's future (``causal_mask``, lower-right). ``rotary=True`` (self-attention only):
     queries and keys are rotated by their positions (``apply_rotary``, half-split layout,
-    head size even) after the projection. ``cache``: a ``KVCache`` that the new keys and values
-    are appended to before attending; positions then continue from its length.
+    head size even) after the projection; ``rotary_scale`` multiplies those positions first
+    (1: plain RoPE; train length / test length: position interpolation). ``cache``: a
+    ``KVCache`` that the new keys and values are appended to before attending; positions then
+    continue from its length.
+
+    ``position_bias`` adds a number to every score, softmax(q·k/√(N/H) + b_h(m − n)), for causal
+    attention only (``forward`` refuses ``causal=False``): "alibi", b_h = −s_h·(m − n) with the
+    fixed ``alibi_slopes``; "t5", b_h = a learnt scalar per head and ``t5_buckets`` bucket of
+    m − n (32 buckets up to distance 128, held in ``relative_bias``, an ``nn.Embedding(32, H)``
+    that starts at 0; T5 shares one table between its layers, here each module has its own).
+    With ``need_weights=False`` the bias goes to ``F.scaled_dot_product_attention`` as a float
+    ``attn_mask``.
 
     Positions, with or without ``causal``: the K keys (cached ones first) sit at 0, …, K − 1,
     and the Q queries are the *last* Q positions, query i at K − Q + i (lower-right, as
@@ -72,6 +124,7 @@ class MultiHeadAttention(nn.Module):
         self, num_hiddens: int, num_heads: int, *misplaced: object, dropout: float = 0.0,
         bias: bool = False, query_size: int | None = None, key_size: int | None = None,
         value_size: int | None = None, rotary: bool = False, rotary_base: float = 10000.0,
+        rotary_scale: float = 1.0, position_bias: str | None = None,
     ) -> None:
         super().__init__()
         if misplaced:  # `*misplaced` instead of a bare `*`: a ValueError that says what to write
@@ -96,6 +149,18 @@ class MultiHeadAttention(nn.Module):
         self.dropout = check_probability("dropout", dropout)
         self.rotary = rotary
         self.rotary_base = check_real("rotary_base", rotary_base, above=1.0)
+        self.rotary_scale = check_real("rotary_scale", rotary_scale, above=0.0)
+        if self.rotary_scale != 1.0 and not rotary:
+            raise ValueError(f"rotary_scale must be 1.0 without rotary (it rescales RoPE's "
+                             f"positions), got rotary_scale={rotary_scale!r} with rotary=False")
+        if position_bias is not None and not (isinstance(position_bias, str)
+                                              and position_bias in POSITION_BIASES):
+            raise ValueError(f"position_bias must be None or one of {POSITION_BIASES}, "
+                             f"got {position_bias!r}")
+        self.position_bias = position_bias
+        if position_bias == "t5":  # one learnt scalar per bucket and head, all 0 at the start
+            self.relative_bias = nn.Embedding(T5_BUCKETS, num_heads)
+            nn.init.zeros_(self.relative_bias.weight)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
         self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
@@ -116,10 +181,14 @@ class MultiHeadAttention(nn.Module):
         check_bool("causal", causal)
         if cache is not None and not isinstance(cache, KVCache):
             raise ValueError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+        if self.position_bias is not None and not causal:
+            raise ValueError(f"causal must be True with position_bias={self.position_bias!r} (a "
+                             f"decoder's bias of the distance m − n ≥ 0), got causal=False")
         B, Q, _ = queries.shape
         start = 0 if cache is None else cache.length  # positions continue after the cache
         K = start + keys.shape[1]
-        is_causal = causal and valid_lens is None and Q == K and not need_weights
+        is_causal = (causal and valid_lens is None and Q == K and not need_weights
+                     and self.position_bias is None)
         hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
                                          causal=causal and not is_causal)
         q_all = self.W_q(queries)  # (B, Q, N)
@@ -133,18 +202,68 @@ class MultiHeadAttention(nn.Module):
         k = transpose_qkv(k_new, self.num_heads)  # (B, H, K_new, N/H)
         v = transpose_qkv(v_new, self.num_heads)  # (B, H, K_new, N/H)
         if self.rotary:  # keys at start, …, K − 1; query i at K − Q + i (lower-right)
-            q = apply_rotary(q, torch.arange(K - Q, K, device=q.device), base=self.rotary_base)
-            k = apply_rotary(k, torch.arange(start, K, device=k.device), base=self.rotary_base)
+            q = apply_rotary(q, torch.arange(K - Q, K, device=q.device), base=self.rotary_base,
+                             scale=self.rotary_scale)
+            k = apply_rotary(k, torch.arange(start, K, device=k.device), base=self.rotary_base,
+                             scale=self.rotary_scale)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H, K, N/H): the cached keys, then the new ones
         if hidden is not None and hidden.dim() == 3:  # (B, 1 or Q, K): the same for every head
             hidden = hidden.unsqueeze(1)  # (B, 1, 1 or Q, K)
             empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         p = self.dropout if self.training else 0.0
-        out, self.attention_weights = attend(
-            q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
-            is_causal=is_causal, clean=clean)  # (B, H, Q, N/H)
+        if self.position_bias is None:
+            out, self.attention_weights = attend(
+                q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
+                is_causal=is_causal, clean=clean)  # (B, H, Q, N/H)
+        else:
+            out, self.attention_weights = _attend_with_bias(
+                q, k, v, self.score_bias(Q, K).to(q.dtype), hidden, empty, dropout_p=p,
+                need_weights=need_weights, clean=clean)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)
+
+    def score_bias(self, num_queries: int, num_keys: int) -> torch.Tensor:
+        """What ``position_bias`` adds to the scores, (H, Q, K), in the parameters' dtype (at
+        least float32): query i at position m = K − Q + i, key j at n = j, as ``forward`` places
+        them. Entries with n > m (hidden by the causal mask) hold the formula's value at m − n
+        (ALiBi) or bucket 0 (T5)."""
+        if self.position_bias is None:
+            raise ValueError("position_bias must be 'alibi' or 't5' for score_bias, got None")
+        Q = check_int("num_queries", num_queries, 0)
+        K = check_int("num_keys", num_keys, 0)
+        if Q > K:
+            raise ValueError(f"num_queries must be at most num_keys (queries are the last "
+                             f"positions), got {Q} > {K}")
+        weight = self.W_q.weight
+        dtype = torch.promote_types(weight.dtype, torch.float32)
+        m = torch.arange(K - Q, K, device=weight.device)  # (Q,): the queries' positions
+        distance = m[:, None] - torch.arange(K, device=weight.device)[None, :]  # (Q, K): m − n
+        if self.position_bias == "alibi":
+            slopes = alibi_slopes(self.num_heads).to(dtype).to(weight.device)  # (H,)
+            return -slopes[:, None, None] * distance.to(dtype)  # (H, Q, K)
+        bias = self.relative_bias(t5_buckets(distance))  # (Q, K, H)
+        return bias.permute(2, 0, 1).to(dtype)  # (H, Q, K)
+
+
+def _attend_with_bias(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor,
+    hidden: torch.Tensor | None, empty: torch.Tensor | None, *, dropout_p: float,
+    need_weights: bool, clean: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``attend`` with a float ``bias`` (H, Q, K) added to every score: softmax(q kᵀ/√d + bias) v
+    for q (B, H, Q, d), k (B, H, K, d), v (B, H, K, d_v). ``hidden`` (True = masked *out*) and
+    ``empty`` (rows where every key is hidden: all-zero output, never NaN) as for ``attend``."""
+    if not clean:  # keys and values that no query may see become 0: 0 · NaN would be NaN
+        unseen = unseen_rows(hidden)  # (..., K, 1)
+        k, v = torch.where(unseen, 0.0, k), torch.where(unseen, 0.0, v)  # new tensors
+    if need_weights:
+        scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.mT + bias  # (B, H, Q, K)
+        weights = softmax_owned(scores, hidden, empty)  # (B, H, Q, K)
+        dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+        return dropped @ v, weights  # (B, H, Q, d_v)
+    mask = bias if hidden is None else torch.where(hidden, -math.inf, bias)  # (B or 1, H, Q, K)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), dropout_p=dropout_p)
+    return (out if empty is None else out.masked_fill(empty, 0.0)), None  # (B, H, Q, d_v)
 
 
 def _keyword_only_message(args: tuple[object, ...]) -> str:

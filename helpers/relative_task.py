@@ -65,6 +65,26 @@ def _device(model: nn.Module) -> torch.device:
     return param.device
 
 
+BETAS, EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
+
+
+@torch.no_grad()
+def _adam_step(params: list[nn.Parameter], moments: list[tuple[torch.Tensor, torch.Tensor]],
+               step: int, lr: float) -> None:
+    """One Adam step (Kingma & Ba 2015) on every parameter, in place, with the operations of
+    ``torch.optim.Adam``'s single-tensor path (its default on the CPU): the same numbers.
+    ``moments``: (m, v) per parameter, zeros before step 1."""
+    b1, b2 = BETAS
+    step_size = lr / (1 - b1**step)  # lr over the bias correction of m
+    root = (1 - b2**step) ** 0.5  # √ of the bias correction of v
+    for p, (m, v) in zip(params, moments):
+        if p.grad is None:  # not used by this step's loss: left alone, as torch.optim.Adam does
+            continue
+        m.lerp_(p.grad, 1 - b1)  # m ← β1·m + (1 − β1)·g
+        v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v ← β2·v + (1 − β2)·g²
+        p.addcdiv_(m, (v.sqrt() / root).add_(EPS), value=-step_size)  # p ← p − lr·m̂/(√v̂ + ε)
+
+
 def train(
     model: nn.Module, *, steps: int = 120, batch_size: int = 32, length: int = 16,
     lr: float = 1e-2, offset: int = 3, seed: int = 0,
@@ -75,6 +95,10 @@ def train(
     have a target. Returns the loss of every step. On the CPU it runs on one thread (small
     tensors train faster so) and restores the previous thread count. The model is left in eval
     mode.
+
+    Adam is written out (``_adam_step``, betas 0.9 and 0.999, eps 1e-8, no weight decay): on the
+    CPU it gives ``torch.optim.Adam``'s numbers exactly, without the second or more that the
+    first ``torch.optim.Adam`` of a session spends importing ``torch._dynamo``.
 
     Every setting is checked before the model is touched. A model in float16 or bfloat16 is
     refused (a ValueError: train in float32 and cast afterwards; in half precision Adam's
@@ -94,7 +118,8 @@ def train(
     check_trainable("model", model)
     device = _device(model)
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    params = [p for p in model.parameters() if p.requires_grad]
+    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]  # Adam's m and v
     losses = []
     try:
         model.train()
@@ -106,9 +131,10 @@ def train(
                 logits = model(tokens, need_weights=False)  # (B, T, V)
                 loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(),
                                        ignore_index=IGNORE)
-                optimizer.zero_grad()
+                for p in params:
+                    p.grad = None
                 loss.backward()
-                optimizer.step()
+                _adam_step(params, moments, step, lr)
                 losses.append(check_finite_loss(loss.item(), step, lr,
                                                 model if step == steps else None))
     finally:

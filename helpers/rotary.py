@@ -49,15 +49,18 @@ def rotary_angles(
 
 def apply_rotary(
     x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
-    interleaved: bool = False,
+    interleaved: bool = False, scale: float = 1.0,
 ) -> torch.Tensor:
     """Rotate every pair of features of ``x`` (..., T, D) by its position's angle.
 
     ``positions``: integer (T,), default ``arange(T)``. ``interleaved=False`` pairs feature i
-    with i + D/2 (half-split), ``True`` pairs 2i with 2i + 1. Returns a new tensor in x's dtype
-    (the angles and the rotation are computed in float64 for float64 input, else float32 —
-    never in half precision); ``x`` is not modified. Raises ValueError for an odd D, a
-    non-floating ``x``, positions of the wrong shape or dtype, or a base ≤ 1.
+    with i + D/2 (half-split), ``True`` pairs 2i with 2i + 1. ``scale`` > 0 multiplies every
+    position first, pair i at p turning by (p·scale)·θ_i: 1 is plain RoPE, train_length /
+    test_length is position interpolation (位置插值, Chen et al. 2023), which squeezes a longer
+    sequence into the positions seen in training. Returns a new tensor in x's dtype (the angles
+    and the rotation are computed in float64 for float64 input, else float32 — never in half
+    precision); ``x`` is not modified. Raises ValueError for an odd D, a non-floating ``x``,
+    positions of the wrong shape or dtype, a base ≤ 1 or a scale ≤ 0.
     """
     if not isinstance(x, torch.Tensor) or x.dim() < 2:
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
@@ -69,6 +72,7 @@ def apply_rotary(
         raise ValueError(f"the feature size D must be even (pairs of features rotate), got D={D}")
     base = check_real("base", base, above=1.0)
     check_bool("interleaved", interleaved)
+    scale = check_real("scale", scale, above=0.0)
     if positions is None:
         positions = torch.arange(T, device=x.device)
     elif not isinstance(positions, torch.Tensor) or positions.shape != (T,):
@@ -79,8 +83,9 @@ def apply_rotary(
     else:
         check_holds_data("positions", positions)
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angles = rotary_angles(positions.to(x.device), D, base=base,
-                           dtype=torch.float32 if x.device.type == "mps" else torch.float64)
+    exact = torch.float32 if x.device.type == "mps" else torch.float64
+    angles = rotary_angles(positions.to(device=x.device, dtype=exact) * scale, D, base=base,
+                           dtype=exact)  # (T, D/2): (p·scale)·θ_i
     cos, sin = angles.cos().to(work), angles.sin().to(work)  # (T, D/2)
     xw = x.to(work)  # a copy only when the dtype changes; nothing below writes into it
     if interleaved:

@@ -13,7 +13,7 @@ from torch import nn
 
 from .checks import (
     check_bool, check_floating, check_int, check_like, check_positive_int, check_probability,
-    check_rank, check_size,
+    check_rank, check_real, check_size,
 )
 from .kv_cache import KVCache
 from .masking import ValidLens
@@ -23,7 +23,7 @@ from .positional import sinusoidal_table
 __all__ = ["TransformerBlock", "DecoderLM", "POSITIONAL", "generate"]
 
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
-POSITIONAL = ("sinusoidal", "rope", "none")
+POSITIONAL = ("sinusoidal", "rope", "none", "alibi", "t5")
 
 
 class TransformerBlock(nn.Module):
@@ -33,12 +33,14 @@ class TransformerBlock(nn.Module):
     network（前馈网络）, each input normalised first by layer normalisation（层规范化）.
     ``forward(X (B, T, N), valid_lens=None, *, causal=False, cache=None)`` → (B, T, N).
     With copied weights it equals ``nn.TransformerEncoderLayer(N, H, F, dropout=0,
-    activation="gelu", batch_first=True, norm_first=True)``.
+    activation="gelu", batch_first=True, norm_first=True)``. ``rotary``, ``rotary_scale`` and
+    ``position_bias`` go to its ``MultiHeadAttention`` (a position bias needs ``causal=True``).
     """
 
     def __init__(
         self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0,
-        activation: str = "gelu", *, rotary: bool = False,
+        activation: str = "gelu", *, rotary: bool = False, rotary_scale: float = 1.0,
+        position_bias: str | None = None,
     ) -> None:
         super().__init__()
         ffn_hiddens = check_positive_int("ffn_hiddens", ffn_hiddens)
@@ -46,7 +48,8 @@ class TransformerBlock(nn.Module):
         if not isinstance(activation, str) or activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout=dropout, bias=True,
-                                            rotary=rotary)
+                                            rotary=rotary, rotary_scale=rotary_scale,
+                                            position_bias=position_bias)
         self.norm1 = nn.LayerNorm(num_hiddens)
         self.norm2 = nn.LayerNorm(num_hiddens)
         self.ffn = nn.Sequential(nn.Linear(num_hiddens, ffn_hiddens), ACTIVATIONS[activation](),
@@ -72,8 +75,12 @@ class DecoderLM(nn.Module):
     a final LayerNorm and a linear readout to the vocabulary.
 
     ``positional``: "sinusoidal" adds ``sinusoidal_table`` rows to the embeddings, "rope"
-    rotates every layer's queries and keys instead (``apply_rotary``), "none" gives the model
-    no position information at all. ``forward(tokens (B, T) long)`` → logits (B, T, V); after
+    rotates every layer's queries and keys instead (``apply_rotary``), "alibi" and "t5" add a
+    bias of the distance m − n to every layer's scores (``MultiHeadAttention``'s
+    ``position_bias``: ALiBi's fixed slopes, or T5's learnt scalar per bucket), "none" gives the
+    model no position information at all. ``rotary_scale`` (RoPE only) multiplies RoPE's
+    positions: train length / test length is position interpolation (位置插值, Chen et al.
+    2023). ``forward(tokens (B, T) long)`` → logits (B, T, V); after
     it, ``attention_weights`` holds one (B, H, T, T) tensor per layer (with a ``cache``:
     (B, H, T_new, T_cached + T_new)). ``new_cache()`` gives one empty ``KVCache`` per layer.
     """
@@ -81,7 +88,7 @@ class DecoderLM(nn.Module):
     def __init__(
         self, vocab_size: int, num_hiddens: int, num_heads: int, num_layers: int,
         ffn_hiddens: int | None = None, max_len: int = 256, positional: str = "sinusoidal",
-        dropout: float = 0.0,
+        dropout: float = 0.0, rotary_scale: float = 1.0,
     ) -> None:
         super().__init__()
         vocab_size, num_hiddens, num_heads, num_layers, max_len = (
@@ -93,11 +100,18 @@ class DecoderLM(nn.Module):
         ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else check_positive_int(
             "ffn_hiddens", ffn_hiddens)
         dropout = check_probability("dropout", dropout)
+        rotary_scale = check_real("rotary_scale", rotary_scale, above=0.0)
+        if rotary_scale != 1.0 and positional != "rope":
+            raise ValueError(f"rotary_scale must be 1.0 unless positional='rope' (it rescales "
+                             f"RoPE's positions), got rotary_scale={rotary_scale!r} with "
+                             f"positional={positional!r}")
         self.vocab_size, self.max_len, self.positional = vocab_size, max_len, positional
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
         self.blocks = nn.ModuleList(
             TransformerBlock(num_hiddens, num_heads, ffn_hiddens, dropout,
-                             rotary=positional == "rope") for _ in range(num_layers))
+                             rotary=positional == "rope", rotary_scale=rotary_scale,
+                             position_bias=positional if positional in ("alibi", "t5") else None)
+            for _ in range(num_layers))
         self.norm = nn.LayerNorm(num_hiddens)
         self.head = nn.Linear(num_hiddens, vocab_size)
         self.dropout = nn.Dropout(dropout)

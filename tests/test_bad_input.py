@@ -752,7 +752,7 @@ def _transformer_cases() -> list[Bad]:
         Bad("DecoderLM:vocab-0", lambda: h.DecoderLM(0, 8, 2, 1), r"vocab_size must be a positive int, got 0"),
         Bad("DecoderLM:layers-1.0", lambda: h.DecoderLM(5, 8, 2, 1.0), r"num_layers must be a positive int, got 1.0"),
         Bad("DecoderLM:positional", lambda: lm(positional="learned"),
-            r"positional must be one of \('sinusoidal', 'rope', 'none'\), got 'learned'"),
+            r"positional must be one of \('sinusoidal', 'rope', 'none', 'alibi', 't5'\), got 'learned'"),
         Bad("DecoderLM:rope-odd-head", lambda: h.DecoderLM(5, 6, 2, 1, positional="rope"),
             r"rotary needs an even head size"),
         Bad("DecoderLM:dropout-nan", lambda: lm(dropout=NAN), r"dropout must be a probability in \[0, 1\), got nan"),

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from helpers import MultiHeadAttention, transpose_output, transpose_qkv
+from helpers.multihead import alibi_slopes, t5_buckets
 from tests.conftest import FLOAT_DTYPES, TOL
 
 
@@ -160,7 +164,8 @@ def test_sizes_are_keyword_only_and_d2l_order_is_explained():
     params = inspect.signature(MultiHeadAttention).parameters
     assert [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == ["num_hiddens", "num_heads"]
     assert {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY} == {
-        "dropout", "bias", "query_size", "key_size", "value_size", "rotary", "rotary_base"}
+        "dropout", "bias", "query_size", "key_size", "value_size", "rotary", "rotary_base",
+        "rotary_scale", "position_bias"}
     # d2l-zh: MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout)
     with pytest.raises(ValueError, match=r"keyword-only.*d2l-zh's order.*write MultiHeadAttention"
                                          r"\(16, 4, dropout=0.5, query_size=12, key_size=10, value_size=14\)"):
@@ -310,3 +315,205 @@ def test_rotary_keys_are_rotated_once_before_they_are_cached():
     wrong = ((q @ apply_rotary(raw, torch.full((6,), 5)).transpose(-2, -1) / 2.0).softmax(-1) @ v)
     wrong = transpose_output(wrong) @ mha.W_o.weight.T  # (B, 1, N)
     assert (wrong - full[:, 5:]).abs().max() > 1e-3
+
+
+# ---------------------------------------------------------------- position biases (ALiBi, T5)
+def t5_bucket_by_hand(distance: int, num_buckets: int = 32, max_distance: int = 128) -> int:
+    """T5's ``_relative_position_bucket`` for a decoder (bidirectional=False), one distance
+    m − n at a time: negative distances count as 0, 0 … E − 1 (E = num_buckets // 2) get a bucket
+    each, then log-spaced buckets up to max_distance, and the last bucket from there on."""
+    distance = max(distance, 0)
+    exact = num_buckets // 2
+    if distance < exact:
+        return distance
+    bucket = exact + int(math.log(distance / exact) / math.log(max_distance / exact)
+                         * (num_buckets - exact))
+    return min(bucket, num_buckets - 1)
+
+
+def bias_by_hand(mha: MultiHeadAttention, Q: int, K: int) -> torch.Tensor:
+    """(H, Q, K), float64: −s_h·(m − n) with s_h = 2^(−8h/H) (ALiBi), or the table's scalar for
+    the bucket of m − n (T5); query i at m = K − Q + i, key j at n = j."""
+    H = mha.num_heads
+    distance = torch.arange(K - Q, K)[:, None] - torch.arange(K)[None, :]  # (Q, K)
+    if mha.position_bias == "alibi":
+        slopes = torch.tensor([2.0 ** (-8.0 * h / H) for h in range(1, H + 1)], dtype=torch.float64)
+        return -slopes[:, None, None] * distance  # (H, Q, K)
+    rows = torch.tensor([[t5_bucket_by_hand(int(d)) for d in row] for row in distance],
+                        dtype=torch.long).reshape(Q, K)  # (Q, K)
+    return mha.relative_bias.weight.detach().double()[rows].permute(2, 0, 1)  # (H, Q, K)
+
+
+def biased_module(kind: str, seed: int = 11) -> MultiHeadAttention:
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(8, 2, bias=True, position_bias=kind).eval()
+    if kind == "t5":  # the table starts at 0: give it values, so that a wrong bucket shows
+        with torch.no_grad():
+            mha.relative_bias.weight.normal_()
+    return mha
+
+
+@pytest.mark.parametrize("H, expected", [(8, [1 / 2 ** h for h in range(1, 9)]), (2, [1 / 16, 1 / 256]),
+                                         (1, [1 / 256])])
+def test_alibi_slopes_are_a_geometric_sequence(H, expected):
+    slopes = alibi_slopes(H)
+    assert slopes.dtype == torch.float64 and slopes.shape == (H,)
+    torch.testing.assert_close(slopes, torch.tensor(expected, dtype=torch.float64), rtol=0, atol=0)
+    torch.testing.assert_close(alibi_slopes(12), torch.tensor([2.0 ** (-8 * h / 12) for h in range(1, 13)],
+                                                              dtype=torch.float64))
+
+
+@pytest.mark.parametrize("num_buckets, max_distance", [(32, 128), (8, 20), (2, 2), (5, 100)])
+def test_t5_buckets_equal_t5s_formula(num_buckets, max_distance):
+    distances = torch.arange(-5, 1000).reshape(5, -1)  # any shape, negative ones included
+    got = t5_buckets(distances, num_buckets=num_buckets, max_distance=max_distance)
+    assert got.dtype == torch.long and got.shape == distances.shape
+    expected = [[t5_bucket_by_hand(int(d), num_buckets, max_distance) for d in row] for row in distances]
+    assert got.tolist() == expected
+
+
+def test_t5_buckets_of_a_decoder():
+    buckets = t5_buckets(torch.arange(0, 301)).tolist()
+    assert buckets[:16] == list(range(16))  # 0 … 15 exact
+    starts = [buckets.index(b) for b in range(16, 32)]
+    assert starts == [16, 19, 21, 24, 27, 31, 35, 40, 46, 52, 59, 67, 77, 87, 99, 113]
+    assert set(buckets[113:]) == {31}
+    assert t5_buckets(torch.tensor([-1, -100])).tolist() == [0, 0]  # keys after the query
+
+
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_position_bias_equals_sdpa_with_the_bias_as_a_float_mask(kind, need_weights):
+    """softmax(q·k/√d + b) v with b written out, against F.scaled_dot_product_attention given the
+    same bias as a float attn_mask (−inf in the future), in float64; Q < K (lower-right)."""
+    mha = biased_module(kind).double()
+    X = torch.randn(2, 6, 8, dtype=torch.float64)
+    queries = X[:, 2:]  # (B, 4, N): positions 2 … 5
+    out = mha(queries, X, X, causal=True, need_weights=need_weights)
+    q = transpose_qkv(mha.W_q(queries), 2)  # (B, H, 4, 4)
+    k, v = transpose_qkv(mha.W_k(X), 2), transpose_qkv(mha.W_v(X), 2)  # (B, H, 6, 4)
+    bias = bias_by_hand(mha, 4, 6)  # (H, Q, K)
+    future = torch.arange(6)[None, :] > torch.arange(2, 6)[:, None]  # (Q, K)
+    mask = bias.masked_fill(future, float("-inf"))  # (H, Q, K)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, Q, d)
+    expected = mha.W_o(transpose_output(expected))
+    torch.testing.assert_close(out, expected)
+    if need_weights:
+        scores = q @ k.transpose(-2, -1) / 2.0 + bias  # (B, H, Q, K): √d = 2
+        torch.testing.assert_close(mha.attention_weights, scores.masked_fill(future, float("-inf")).softmax(-1))
+    else:
+        assert mha.attention_weights is None
+
+
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+def test_score_bias_is_the_formula(kind):
+    mha = biased_module(kind)
+    for Q, K in [(5, 5), (1, 7), (3, 9), (0, 4), (0, 0)]:
+        got = mha.score_bias(Q, K)
+        assert got.shape == (2, Q, K) and got.dtype == torch.float32
+        torch.testing.assert_close(got.double(), bias_by_hand(mha, Q, K))
+    with pytest.raises(ValueError, match=r"num_queries must be at most num_keys .* got 4 > 3"):
+        mha.score_bias(4, 3)
+    with pytest.raises(ValueError, match=r"position_bias must be 'alibi' or 't5' for score_bias, got None"):
+        MultiHeadAttention(8, 2).score_bias(2, 2)
+
+
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_position_bias_continues_from_the_cache(kind, need_weights):
+    """Token by token with a KVCache, the biases see the true distances: every step is the full
+    causal pass's row."""
+    from helpers import KVCache
+
+    mha = biased_module(kind).double()
+    X = torch.randn(2, 7, 8, dtype=torch.float64)
+    full = mha(X, X, X, causal=True)
+    cache = KVCache()
+    parts = [mha(X[:, :3], X[:, :3], X[:, :3], causal=True, cache=cache, need_weights=need_weights)]
+    parts += [mha(X[:, t:t + 1], X[:, t:t + 1], X[:, t:t + 1], causal=True, cache=cache,
+                  need_weights=need_weights) for t in range(3, 7)]
+    torch.testing.assert_close(torch.cat(parts, dim=1), full)
+
+
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("lens", [None, [0, 5], [[0, 5, 1, 2, 3], [2, 2, 0, 4, 5]]])
+def test_position_bias_every_dtype_and_no_nan_for_an_empty_row(device, kind, dtype, lens):
+    """float16 … float64 on every device, close to float64; a query with no key (valid length 0)
+    gives zeros from the heads, never NaN, on both paths; padded keys holding NaN change nothing."""
+    ref = biased_module(kind).double()
+    mha = biased_module(kind).to(device=device, dtype=dtype)
+    X = torch.randn(2, 5, 8, dtype=torch.float64)
+    valid = None if lens is None else torch.tensor(lens)
+    expected = ref(X, X, X, valid, causal=True)
+    dirty = X.clone()
+    if lens is not None and not isinstance(lens[0], list):
+        dirty[0, :] = float("nan")  # batch row 0 has valid length 0: no key may be seen
+    for need_weights in (True, False):
+        out = mha(X.to(device, dtype), dirty.to(device, dtype), dirty.to(device, dtype),
+                  None if valid is None else valid.to(device), causal=True, need_weights=need_weights)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        tol = dict(rtol=2e-2, atol=2e-2) if dtype in (torch.float16, torch.bfloat16) else TOL[dtype]
+        torch.testing.assert_close(out.cpu().double(), expected, **tol)
+
+
+def test_position_bias_gradcheck():
+    for kind in ("alibi", "t5"):
+        mha = biased_module(kind).double()
+        x = torch.randn(2, 4, 8, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda t: mha(t, t, t, torch.tensor([3, 4]), causal=True), (x,))
+        assert torch.autograd.gradcheck(
+            lambda t: mha(t, t, t, causal=True, need_weights=False), (x,))
+
+
+def test_t5_table_learns_and_starts_at_zero():
+    mha = MultiHeadAttention(8, 2, position_bias="t5")
+    assert mha.relative_bias.weight.shape == (32, 2) and bool((mha.relative_bias.weight == 0).all())
+    X = torch.randn(1, 20, 8)
+    mha(X, X, X, causal=True).sum().backward()
+    grad = mha.relative_bias.weight.grad
+    assert grad[:16].abs().sum() > 0 and bool((grad[21:] == 0).all())  # distances 0 … 19 only
+    assert not hasattr(MultiHeadAttention(8, 2, position_bias="alibi"), "relative_bias")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(position_bias="rope"), r"position_bias must be None or one of \('alibi', 't5'\), got 'rope'"),
+    (dict(position_bias=True), r"position_bias must be None or one of \('alibi', 't5'\), got True"),
+    (dict(rotary_scale=0.5), r"rotary_scale must be 1.0 without rotary \(it rescales RoPE's "
+                             r"positions\), got rotary_scale=0.5 with rotary=False"),
+    (dict(rotary=True, rotary_scale=0.0), r"rotary_scale must be a finite number > 0.0, got 0.0"),
+    (dict(rotary=True, rotary_scale=float("inf")), r"rotary_scale must be a finite number > 0.0, got inf"),
+])
+def test_bad_position_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MultiHeadAttention(8, 2, **kwargs)
+
+
+def test_position_bias_refuses_attention_that_is_not_causal():
+    mha = MultiHeadAttention(8, 2, position_bias="alibi")
+    X = torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match=r"causal must be True with position_bias='alibi' .* got causal=False"):
+        mha(X, X, X)
+
+
+@pytest.mark.parametrize("scale", [0.25, 0.5, 2.0])
+def test_rotary_scale_rotates_at_the_scaled_positions(scale):
+    """Position interpolation in the module: queries and keys turned at positions × scale, as
+    apply_rotary's formula written out (rope_reference with fractional positions)."""
+    from tests.test_rotary import rotate_by_hand
+
+    torch.manual_seed(12)
+    mha = MultiHeadAttention(8, 2, rotary=True, rotary_scale=scale).eval()
+    X = torch.randn(2, 5, 8, dtype=torch.float64)
+    positions = [p * scale for p in range(5)]  # fractional: p · scale
+    q = rotate_by_hand(transpose_qkv(X @ mha.W_q.weight.double().T, 2), positions, 10000.0, False)
+    k = rotate_by_hand(transpose_qkv(X @ mha.W_k.weight.double().T, 2), positions, 10000.0, False)
+    v = transpose_qkv(X @ mha.W_v.weight.double().T, 2)  # (B, H, T, d)
+    future = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    weights = (q @ k.transpose(-2, -1) / 2.0).masked_fill(future, float("-inf")).softmax(-1)  # √d = 2
+    expected = transpose_output(weights @ v) @ mha.W_o.weight.double().T  # (B, T, N)
+    mha = mha.double()
+    torch.testing.assert_close(mha(X, X, X, causal=True), expected)
+    plain = MultiHeadAttention(8, 2, rotary=True).double().eval()
+    plain.load_state_dict(mha.state_dict())
+    assert not torch.allclose(plain(X, X, X, causal=True), mha(X, X, X, causal=True))

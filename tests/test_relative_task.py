@@ -142,6 +142,52 @@ def test_train_runs_the_steps_asked_for_learns_and_restores_threads(device):
     assert after > 0.9 > before
 
 
+@pytest.mark.parametrize("positional", ["rope", "t5"])
+def test_train_takes_the_steps_of_torch_optim_adam_exactly(positional):
+    """The Adam written out in train gives, on the CPU, bit for bit the weights and losses of
+    torch.optim.Adam (its default single-tensor path): the same training, by hand."""
+    import torch.nn.functional as F
+
+    from helpers.device import cpu_threads
+
+    def model():
+        h.set_seed(3)
+        return h.DecoderLM(10, 16, 2, 1, ffn_hiddens=32, max_len=16, positional=positional)
+
+    ours, theirs = model(), model()
+    losses = relative_task.train(ours, steps=12, lr=1e-2, seed=4)
+    generator = torch.Generator().manual_seed(4)
+    optimizer = torch.optim.Adam(theirs.parameters(), lr=1e-2)
+    expected = []
+    theirs.train()
+    with cpu_threads(1):
+        for _ in range(12):
+            tokens, targets = relative_task.make_batch(32, 16, generator=generator)
+            logits = theirs(tokens, need_weights=False)
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=relative_task.IGNORE)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            expected.append(loss.item())
+    assert losses == expected
+    for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def test_train_does_not_import_torch_dynamo():
+    """Why Adam is written out: the first torch.optim.Adam of a session imports torch._dynamo (a
+    second or more). In a fresh interpreter, training leaves it unimported."""
+    import subprocess
+    import sys
+
+    code = ("import sys, helpers as h; from helpers import relative_task; "
+            "relative_task.train(h.DecoderLM(10, 8, 1, 1, max_len=16), steps=2); "
+            "print('torch._dynamo' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
 def test_train_is_reproducible_from_the_seeds():
     def run(seed):
         h.set_seed(0)
@@ -186,13 +232,14 @@ def test_train_raises_naming_the_step_when_the_loss_turns_non_finite():
 def test_train_raises_when_the_last_step_leaves_non_finite_weights(monkeypatch):
     model = h.DecoderLM(10, 8, 1, 1, ffn_hiddens=16, max_len=16)
 
-    class Poison(torch.optim.Adam):  # a step that writes NaN into a weight
-        def step(self, closure=None):
-            super().step(closure)
-            with torch.no_grad():
-                model.head.bias[0] = float("nan")
+    adam_step = relative_task._adam_step
 
-    monkeypatch.setattr(torch.optim, "Adam", Poison)
+    def poison(params, moments, step, lr):  # a step that writes NaN into a weight
+        adam_step(params, moments, step, lr)
+        with torch.no_grad():
+            model.head.bias[0] = float("nan")
+
+    monkeypatch.setattr(relative_task, "_adam_step", poison)
     with pytest.raises(ValueError, match=r"diverged at step 1 .*parameters must stay finite"):
         relative_task.train(model, steps=1)
 

@@ -37,6 +37,38 @@ def test_matches_the_pairwise_rotation(interleaved, positions):
     torch.testing.assert_close(got, rotate_by_hand(x, pos, 500.0, interleaved))
 
 
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("scale", [0.125, 16 / 40, 1.0, 3.0])
+def test_scale_rotates_by_the_scaled_positions(interleaved, scale):
+    """Position interpolation: positions p become p·scale (fractional), pair i turns by
+    (p·scale)·θ_i, written out pair by pair."""
+    torch.manual_seed(2)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)  # (B, T, D)
+    positions = [3, 0, 7, 100, 5]
+    got = apply_rotary(x, torch.tensor(positions), base=500.0, interleaved=interleaved, scale=scale)
+    torch.testing.assert_close(got, rotate_by_hand(x, [p * scale for p in positions], 500.0, interleaved))
+
+
+def test_scale_one_is_plain_rope_bit_for_bit(device):
+    x = torch.randn(3, 11, 8, device=device)
+    positions = torch.arange(20, 31, device=device)
+    assert torch.equal(apply_rotary(x, positions, scale=1.0), apply_rotary(x, positions))
+
+
+def test_interpolated_scores_depend_on_the_scaled_offset_only():
+    """With scale s, the score of positions m, n equals plain RoPE's at offset s·(m − n): at
+    s = 1/2, offset 6 scores as offset 3 did (what position interpolation does to a model)."""
+    torch.manual_seed(3)
+    q, k = torch.randn(1, 16, dtype=torch.float64), torch.randn(1, 16, dtype=torch.float64)
+
+    def score(m, n, scale=1.0):
+        return float(apply_rotary(q, torch.tensor([m]), scale=scale)
+                     @ apply_rotary(k, torch.tensor([n]), scale=scale).T)
+
+    assert math.isclose(score(20, 14, scale=0.5), score(3, 0), rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(score(40, 8, scale=0.125), score(4, 0), rel_tol=1e-9, abs_tol=1e-12)
+
+
 def test_position_zero_is_the_identity_and_norms_are_kept():
     x = torch.randn(4, 6, 16, dtype=torch.float64)
     y = apply_rotary(x)
@@ -91,6 +123,11 @@ def test_every_dtype_keeps_its_dtype_and_is_close_to_float64(device, dtype):
     (dict(x=torch.randn(3, 4), base=1.0), r"base must be a finite number > 1.0, got 1.0"),
     (dict(x=torch.randn(3, 4), base=float("inf")), r"base must be a finite number > 1.0, got inf"),
     (dict(x=[[1.0, 2.0]]), r"x must be a tensor of shape \(\.\.\., T, D\), got list"),
+    (dict(x=torch.randn(3, 4), scale=0.0), r"scale must be a finite number > 0.0, got 0.0"),
+    (dict(x=torch.randn(3, 4), scale=-0.5), r"scale must be a finite number > 0.0, got -0.5"),
+    (dict(x=torch.randn(3, 4), scale=float("nan")), r"scale must be a finite number > 0.0, got nan"),
+    (dict(x=torch.randn(3, 4), scale=True), r"scale must be a finite number > 0.0, got True"),
+    (dict(x=torch.randn(3, 4), scale="0.5"), r"scale must be a finite number > 0.0, got '0.5'"),
 ])
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):

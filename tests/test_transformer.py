@@ -7,7 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import DecoderLM, TransformerBlock, causal_mask
+from helpers import DecoderLM, TransformerBlock, causal_mask, generate
+from helpers.device import cpu_threads
+from helpers.transformer import POSITIONAL
 from tests.conftest import TOL
 
 
@@ -76,7 +78,7 @@ def test_block_rejects_bad_arguments(kwargs, match):
         TransformerBlock(**kwargs)
 
 
-@pytest.mark.parametrize("positional", ["sinusoidal", "rope", "none"])
+@pytest.mark.parametrize("positional", POSITIONAL)
 def test_decoder_is_causal_and_keeps_weights_per_layer(positional):
     torch.manual_seed(1)
     model = DecoderLM(11, 16, 2, num_layers=3, max_len=12, positional=positional).eval()
@@ -99,8 +101,11 @@ def test_positions_matter_unless_positional_is_none():
     torch.manual_seed(2)
     tokens = torch.tensor([[3, 1, 4, 1, 5]])
     swapped = tokens[:, [1, 0, 2, 3, 4]]  # the first two tokens swapped
-    for positional in ("sinusoidal", "rope", "none"):
+    for positional in POSITIONAL:
         model = DecoderLM(7, 8, 2, num_layers=1, max_len=8, positional=positional).eval()
+        if positional == "t5":  # its table starts at 0 (no position preference): give it values
+            with torch.no_grad():
+                model.blocks[0].attention.relative_bias.weight.normal_()
         # the last position sees the same multiset of tokens: only positions tell them apart
         same = torch.allclose(model(tokens)[0, -1], model(swapped)[0, -1], atol=1e-6)
         assert same == (positional == "none"), positional
@@ -126,8 +131,14 @@ def test_decoder_rejects_bad_tokens(tokens, match):
 
 
 def test_decoder_rejects_bad_arguments():
-    with pytest.raises(ValueError, match=r"positional must be one of \('sinusoidal', 'rope', 'none'\), got 'learned'"):
+    with pytest.raises(ValueError, match=r"positional must be one of \('sinusoidal', 'rope', 'none', "
+                                         r"'alibi', 't5'\), got 'learned'"):
         DecoderLM(5, 8, 2, 1, positional="learned")
+    with pytest.raises(ValueError, match=r"rotary_scale must be 1.0 unless positional='rope' \(it rescales "
+                                         r"RoPE's positions\), got rotary_scale=0.5 with positional='alibi'"):
+        DecoderLM(5, 8, 2, 1, positional="alibi", rotary_scale=0.5)
+    with pytest.raises(ValueError, match=r"rotary_scale must be a finite number > 0.0, got -1"):
+        DecoderLM(5, 8, 2, 1, positional="rope", rotary_scale=-1)
     with pytest.raises(ValueError, match=r"rotary needs an even head size: num_hiddens/num_heads must be even, got 6/2 = 3"):
         DecoderLM(5, 6, 2, 1, positional="rope")
     with pytest.raises(ValueError, match=r"vocab_size must be a positive int, got 0"):
@@ -140,13 +151,14 @@ def test_decoder_trains_on_a_task_that_needs_attention():
     gen = torch.Generator().manual_seed(3)
     model = DecoderLM(6, 32, 2, num_layers=1, max_len=10)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    for _ in range(150):
-        x = torch.randint(0, 6, (32, 10), generator=gen)
-        logits = model(x)[:, 2:]  # positions 2..9 predict the token two back
-        loss = nn.functional.cross_entropy(logits.reshape(-1, 6), x[:, :-2].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    with cpu_threads(1):  # small tensors: one thread is faster, far faster on a busy machine
+        for _ in range(150):
+            x = torch.randint(0, 6, (32, 10), generator=gen)
+            logits = model(x)[:, 2:]  # positions 2..9 predict the token two back
+            loss = nn.functional.cross_entropy(logits.reshape(-1, 6), x[:, :-2].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     x = torch.randint(0, 6, (64, 10), generator=gen)
     with torch.no_grad():
         accuracy = (model(x)[:, 2:].argmax(-1) == x[:, :-2]).float().mean().item()
@@ -167,3 +179,56 @@ def test_decoder_refuses_tokens_on_another_device():
     model = DecoderLM(5, 8, 2, num_layers=1, max_len=6)
     with pytest.raises(ValueError, match=r"tokens must be on the model's device \(cpu\), got meta"):
         model(torch.zeros(1, 3, dtype=torch.long, device="meta"))
+
+
+@pytest.mark.parametrize("positional", POSITIONAL)
+def test_every_positional_generates_the_same_tokens_with_and_without_a_cache(positional):
+    torch.manual_seed(4)
+    model = DecoderLM(9, 16, 2, num_layers=2, max_len=24, positional=positional).eval()
+    if positional == "t5":
+        with torch.no_grad():
+            for block in model.blocks:
+                block.attention.relative_bias.weight.normal_()
+    prompt = torch.randint(0, 9, (3, 4))
+    assert torch.equal(generate(model, prompt, 12, use_cache=True), generate(model, prompt, 12, use_cache=False))
+
+
+def test_the_positional_choice_reaches_every_layer():
+    for positional in POSITIONAL:
+        model = DecoderLM(5, 8, 2, num_layers=2, max_len=6, positional=positional)
+        for block in model.blocks:
+            att = block.attention
+            assert att.rotary == (positional == "rope")
+            assert att.position_bias == (positional if positional in ("alibi", "t5") else None)
+        assert (model.P.numel() > 0) == (positional == "sinusoidal")
+    t5 = DecoderLM(5, 8, 2, num_layers=2, max_len=6, positional="t5")
+    assert sum(p.numel() for p in t5.parameters()) - sum(
+        p.numel() for p in DecoderLM(5, 8, 2, num_layers=2, max_len=6, positional="none").parameters()) == 2 * 32 * 2
+
+
+def test_rotary_scale_is_position_interpolation_of_the_same_weights():
+    """DecoderLM(..., rotary_scale=s) loaded with a RoPE model's weights: at s = 1 it is the
+    model itself; at s = 1/2 the first layer's attention weights are those of the rotation
+    written out at the halved positions 0, 0.5, 1, … (float64)."""
+    from helpers import transpose_qkv
+    from tests.test_rotary import rotate_by_hand
+
+    torch.manual_seed(5)
+    model = DecoderLM(7, 16, 2, num_layers=2, max_len=32, positional="rope").double().eval()
+    tokens = torch.randint(0, 7, (2, 9))
+    same = DecoderLM(7, 16, 2, num_layers=2, max_len=32, positional="rope", rotary_scale=1.0)
+    same.double().eval().load_state_dict(model.state_dict())
+    assert torch.equal(same(tokens), model(tokens))
+    half = DecoderLM(7, 16, 2, num_layers=2, max_len=32, positional="rope", rotary_scale=0.5)
+    half.double().eval().load_state_dict(model.state_dict())
+    assert all(block.attention.rotary_scale == 0.5 for block in half.blocks)
+    half(tokens)
+    block = half.blocks[0]
+    X = block.norm1(half.embedding(tokens))  # (B, T, N): the first layer's attention input
+    positions = [p / 2 for p in range(9)]
+    q = rotate_by_hand(transpose_qkv(block.attention.W_q(X), 2), positions, 10000.0, False)
+    k = rotate_by_hand(transpose_qkv(block.attention.W_k(X), 2), positions, 10000.0, False)
+    future = torch.ones(9, 9, dtype=torch.bool).triu(1)
+    expected = (q @ k.transpose(-2, -1) / 8 ** 0.5).masked_fill(future, float("-inf")).softmax(-1)
+    torch.testing.assert_close(half.attention_weights[0], expected.detach())
+    assert not torch.allclose(half(tokens), model(tokens))

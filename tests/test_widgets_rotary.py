@@ -283,3 +283,69 @@ def test_length_labels_sit_beside_the_axes_apart_from_every_dot_and_inside_the_f
         y = ax.transData.transform((0, length))[1]
         box = text.get_window_extent(renderer)
         assert min(abs(box.y0 - y), abs(box.y1 - y)) < 2
+
+
+@pytest.mark.parametrize("base", [10.0, 10000.0, 1e6])
+def test_frequency_legend_sits_below_the_curves_and_clear_of_the_training_label(base):
+    """The legend once lay on pair 0's curves at the top of the angle plot, and against the
+    "training" label: now it is under the axes (below the x label), inside the figure, and the
+    label sits in the headroom above 2π, where no curve goes."""
+    fig = rotary.draw_frequencies(base)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["pair 0", "pair 1", "pair 2", "pair 3"]
+    axes_box = ax.get_window_extent(renderer)
+    assert legend.y1 < ax.xaxis.label.get_window_extent(renderer).y0 < axes_box.y0  # under the x label
+    assert fig.bbox.x0 <= legend.x0 and legend.x1 <= fig.bbox.x1 and legend.y0 >= fig.bbox.y0
+    (label,) = [t for t in ax.texts if t.get_text() == "training"]
+    box = label.get_window_extent(renderer)
+    assert not box.overlaps(legend) and box.y1 <= axes_box.y1
+    assert box.y0 >= ax.transData.transform((0, 2 * math.pi))[1]  # above every curve
+
+
+def position_labels(fig: Figure) -> dict[tuple[int, str], list[str]]:
+    """The texts beside each map (index of the map, "x" under it or "y" left of it)."""
+    axes = [ax for ax in fig.axes if ax.images]
+    found = {}
+    for i, ax in enumerate(axes):
+        for text in ax.texts:
+            side = "x" if text.get_transform() == ax.get_xaxis_transform() else "y"
+            found.setdefault((i, side), []).append(text.get_text())
+    return found
+
+
+@pytest.mark.parametrize("shift", [0, 7, 200])
+def test_shift_view_names_the_first_and_last_position_beside_the_outer_maps(shift):
+    fig = rotary.draw_shift(shift)
+    ends = [str(shift), str(shift + 11)]
+    assert position_labels(fig) == {(2, "x"): ends, (3, "x"): ends, (0, "y"): ends, (2, "y"): ends}
+    fig = rotary.draw_shift(3, fig=fig)  # redrawn in place: the labels follow the shift
+    assert position_labels(fig)[(3, "x")] == ["3", "14"]
+
+
+@pytest.mark.parametrize("shift", [0, 200])
+def test_shift_position_labels_stay_apart_and_inside_the_figure(shift):
+    """Laid out once for the widest label (three digits), the labels of the bottom maps never run
+    into each other or into the axis labels, at any shift of the slider."""
+    fig = rotary.draw_shift(0)
+    rotary.draw_shift(shift, fig=fig)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.images]
+    boxes = [t.get_window_extent(renderer) for ax in axes for t in ax.texts]
+    assert len(boxes) == 8
+    for i, a in enumerate(boxes):
+        assert fig.bbox.x0 <= a.x0 and a.x1 <= fig.bbox.x1 and a.y0 >= fig.bbox.y0
+        assert not any(a.overlaps(b) for b in boxes[i + 1:])
+    for ax in axes[2:]:
+        below = ax.xaxis.label.get_window_extent(renderer)
+        assert all(t.get_window_extent(renderer).y0 > below.y1 for t in ax.texts if t.get_text() and
+                   t.get_transform() == ax.get_xaxis_transform())
+    for ax in axes[::2]:
+        left = ax.yaxis.label.get_window_extent(renderer)
+        assert all(t.get_window_extent(renderer).x0 > left.x1 for t in ax.texts
+                   if t.get_transform() == ax.get_yaxis_transform())

@@ -36,7 +36,7 @@ FREQUENCY_LABEL = "rotary.frequencies"
 MAX_SHIFT = 200  # the shift slider's range, 0 … MAX_SHIFT; the colour scale covers all of it
 METHODS = ("X + P", "RoPE")
 SHIFT_FIGSIZE = (7.0, 6.0)
-FREQUENCY_FIGSIZE = (9.0, 3.6)
+FREQUENCY_FIGSIZE = (9.0, 4.0)
 CURVE_POINTS = 1024  # positions on the fine grid of the angle curves
 LARGEST_POSITION = 10**9  # past any context length; float64 angles p·θ_i stay within 1e-6 rad
 BASE_RANGE = (10.0, 1e6)  # the base slider's range
@@ -121,7 +121,8 @@ def draw_shift(
     """Top row: the scores of ``shift_scores`` for X + P and RoPE; bottom row: how much each
     changed from shift 0 (the map at shift s minus the map at shift 0). One fixed colour scale
     (±the largest |score| or |change| over shifts 0 … MAX_SHIFT) for all four maps and every
-    shift; the title says at which positions the tokens sit. A Figure this function drew with
+    shift; the title says at which positions the tokens sit, and labels beside the outer maps
+    name the first and last position of the rows and columns. A Figure this function drew with
     the same T is updated in place; any other is cleared and redrawn."""
     check_figure("fig", fig, optional=True)
     scores = shift_scores(shift, num_positions=num_positions, size=size)  # (2, T, T)
@@ -146,7 +147,12 @@ def draw_shift(
                 ax.set_yticks([])
             else:  # the colorbar
                 ax.set_yticks([-limit, 0.0, limit])
+        _add_position_labels([ax for ax in fig.axes if ax.images], num_positions,
+                             max(shift, MAX_SHIFT))
     axes = [ax for ax in fig.axes if ax.images]  # row by row: (scores, scores, change, change)
+    for ax in axes:  # the positions s + i beside the outer maps' first and last rows and columns
+        for label in ax.texts:
+            label.set_text(str(shift + int(label.get_gid())))
     data = to_numpy(maps).reshape(4, num_positions, num_positions)
     for ax, values, title in zip(axes, data, titles):
         ax.images[0].set_data(values)
@@ -156,6 +162,25 @@ def draw_shift(
     if fresh:
         freeze_layout(fig)
     return fig
+
+
+def _add_position_labels(axes: list, num_positions: int, largest_shift: int) -> None:
+    """Tick labels as plain texts (a text costs far less to draw than a tick, and a view draws
+    every state): under the first and last column of the bottom maps, each flush with its
+    map's outer edge (clear of the next map's labels), and beside the first and last row of
+    the left maps. Each text's gid is its index i (``draw_shift`` writes s + i into it); the
+    layout makes room for the widest position, that of ``largest_shift``."""
+    widest = str(largest_shift + num_positions - 1)
+    for ax in axes[2:]:  # the bottom row: key positions
+        ax.set_xlabel(ax.get_xlabel(), labelpad=14)
+        for i, x, side in ((0, -0.5, "left"), (num_positions - 1, num_positions - 0.5, "right")):
+            ax.text(x, -0.02, widest, gid=str(i), transform=ax.get_xaxis_transform(), ha=side,
+                    va="top", fontsize="small")
+    for ax in axes[::2]:  # the left column: query positions
+        ax.set_ylabel(ax.get_ylabel(), labelpad=6 + 6 * len(widest))  # points: about a digit each
+        for i in (0, num_positions - 1):
+            ax.text(-0.02, i, widest, gid=str(i), transform=ax.get_yaxis_transform(), ha="right",
+                    va="center", fontsize="small")
 
 
 def shift_view(shift: int = 0, *, num_positions: int = 12, size: int = 16) -> PageView:
@@ -224,6 +249,8 @@ def _layout_frequencies(fig: Figure, size: int, num_positions: int, train_length
     for i in pairs:
         ax_angles.plot([], [], color=colors[i], linewidth=1.5, label=f"pair {i}")
     ax_angles.axvspan(0, train_length - 1, color="0.9", zorder=0)
+    # the label in the band's own headroom above 2π, where no curve goes (and no legend: it
+    # sits below the axes, clear of every curve)
     ax_angles.text(train_length / 2, 2 * math.pi * 1.02, "training", ha="center", va="bottom",
                    fontsize="small")
     ax_angles.set_xlim(0, num_positions - 1)
@@ -231,8 +258,8 @@ def _layout_frequencies(fig: Figure, size: int, num_positions: int, train_length
     ax_angles.set_yticks([0, math.pi, 2 * math.pi], ["0", "π", "2π"])
     ax_angles.set_xlabel("position p")
     ax_angles.set_ylabel("angle p·θ_i mod 2π")
-    ax_angles.legend(loc="upper right", ncols=len(pairs), fontsize="small", handlelength=1.0,
-                     columnspacing=0.8)
+    ax_angles.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=len(pairs),
+                     fontsize="small", handlelength=1.2, columnspacing=1.0, frameon=False)
     ax_waves.scatter(pairs, np.ones(len(pairs)), c=colors, s=40, zorder=3)
     for length, text, style, side in ((train_length, "training\nlength", "--", "top"),
                                       (num_positions, "longest\ntest length", ":", "bottom")):

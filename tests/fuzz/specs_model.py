@@ -1,8 +1,10 @@
-"""Specs for the model stack: multihead, kv_cache, transformer (with ``generate``), rotary, and
-``checks.check_holds_data`` (see ``tests/fuzz/__init__.py`` for the format).
+"""Specs for the model stack: multihead (with ALiBi and T5's bias), kv_cache, transformer (with
+``generate``), rotary, and ``checks.check_holds_data`` (see ``tests/fuzz/__init__.py`` for the
+format).
 
 The references are written out here in float64: projections, heads, RoPE (the rotation
-formula, queries at positions K − Q + i), the masks, LayerNorm, the feed-forward network.
+formula, queries at positions K − Q + i, positions × rotary_scale), ALiBi's −s_h·(m − n) and
+T5's buckets, the masks, LayerNorm, the feed-forward network.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import torch.nn.functional as F
 
 from helpers import checks, rotary
 from helpers.kv_cache import KVCache
-from helpers.multihead import MultiHeadAttention, transpose_output, transpose_qkv
+from helpers.multihead import (
+    POSITION_BIASES, MultiHeadAttention, alibi_slopes, t5_buckets, transpose_output, transpose_qkv,
+)
 from helpers.transformer import POSITIONAL, DecoderLM, TransformerBlock, generate
 from tests.fuzz import Case, Int, OneOf, Spec, T
 
@@ -58,6 +62,29 @@ def rotate(x: torch.Tensor, positions, base: float, interleaved: bool = False) -
     return torch.cat((ra, rb), dim=-1)
 
 
+def t5_bucket(distance: int, num_buckets: int = 32, max_distance: int = 128) -> int:
+    """T5's decoder bucket of one distance m − n (negative: 0), written out."""
+    distance = max(int(distance), 0)
+    exact = num_buckets // 2
+    if distance < exact:
+        return distance
+    grow = math.log(distance / exact) / math.log(max_distance / exact)
+    return min(num_buckets - 1, exact + int(grow * (num_buckets - exact)))
+
+
+def bias_reference(m: MultiHeadAttention, Q: int, K: int) -> torch.Tensor:
+    """(H, Q, K) float64: ALiBi's −s_h·(m − n), s_h = 2^(−8h/H), or T5's scalar of the bucket of
+    m − n; query i at m = K − Q + i."""
+    H = m.num_heads
+    distance = torch.arange(K - Q, K)[:, None] - torch.arange(K)[None, :]  # (Q, K)
+    if m.position_bias == "alibi":
+        slopes = torch.tensor([2.0 ** (-8 * h / H) for h in range(1, H + 1)], dtype=torch.float64)
+        return -slopes[:, None, None] * distance
+    rows = torch.tensor([[t5_bucket(d) for d in row] for row in distance.tolist()],
+                        dtype=torch.long).reshape(Q, K)
+    return m.relative_bias.weight.detach().double()[rows].permute(2, 0, 1)
+
+
 def linear(layer: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     out = x.double() @ layer.weight.double().T
     return out if layer.bias is None else out + layer.bias.double()
@@ -84,9 +111,14 @@ def mha_reference(m: MultiHeadAttention, queries, keys, values, valid_lens=None,
     if causal:
         take = take & (torch.arange(K)[None, :] <= torch.arange(Q)[:, None] + (K - Q))
     if m.rotary:
-        q, k = rotate(q, torch.arange(K - Q, K), m.rotary_base), rotate(k, torch.arange(K), m.rotary_base)
+        s = m.rotary_scale
+        q, k = rotate(q, torch.arange(K - Q, K) * s, m.rotary_base), rotate(k, torch.arange(K) * s, m.rotary_base)
     v = v.masked_fill(~take.any(-2, keepdim=True).mT, 0.0)  # (B, 1, K, 1): values no query sees
-    scores = (q @ k.mT / math.sqrt(d)).masked_fill(~take, -math.inf)  # (B, H, Q, K)
+    k = k.masked_fill(~take.any(-2, keepdim=True).mT, 0.0)  # NaN keys no query sees: 0 · NaN
+    scores = q @ k.mT / math.sqrt(d)  # (B, H, Q, K)
+    if m.position_bias is not None:
+        scores = scores + bias_reference(m, Q, K)
+    scores = scores.masked_fill(~take, -math.inf)
     w = scores.softmax(-1).nan_to_num(0.0)  # a row with no key: all zeros
     return linear(m.W_o, transpose_output(w @ v))
 
@@ -121,6 +153,26 @@ MHA = seeded(lambda: MultiHeadAttention(8, 2, query_size=4, key_size=6, value_si
                                         rotary_base=100.0))
 BLOCK = seeded(lambda: TransformerBlock(8, 2, 12, rotary=True))
 LM = seeded(lambda: DecoderLM(5, 8, 2, 2, max_len=6, positional="rope"))
+
+
+def random_t5_tables(module):
+    """T5's tables start at 0: fill them (seeded), so that a wrong bucket shows."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for table in [x.weight for name, x in module.named_modules() if name.endswith("relative_bias")]:
+            table.copy_(torch.randn(table.shape, generator=g))
+    return module
+
+
+MHA_BIAS = {kind: seeded(lambda kind=kind: random_t5_tables(MultiHeadAttention(
+    8, 2, query_size=4, key_size=6, value_size=5, bias=True, position_bias=kind))) for kind in POSITION_BIASES}
+MHA_PI = seeded(lambda: MultiHeadAttention(8, 2, query_size=4, key_size=6, value_size=5, rotary=True,
+                                           rotary_scale=0.25))
+BLOCK_BIAS = {kind: seeded(lambda kind=kind: random_t5_tables(TransformerBlock(8, 2, 12, position_bias=kind)))
+              for kind in POSITION_BIASES}
+LM_OTHER = {kind: seeded(lambda kind=kind: random_t5_tables(DecoderLM(5, 8, 2, 2, max_len=6, positional=kind)))
+            for kind in ("alibi", "t5", "none", "sinusoidal")}
+LM_PI = seeded(lambda: DecoderLM(5, 8, 2, 2, max_len=6, positional="rope", rotary_scale=0.5))
 
 
 def filled_cache(B=1, H=2, T_=3, d=4, dtype=torch.float32) -> KVCache:
@@ -165,20 +217,32 @@ SPECS: list[Spec] = [
          check=lambda out, kw: torch.equal(out, torch.cat([kw["X"][:, h] for h in range(3)], dim=-1))),
     Spec("helpers.multihead.MultiHeadAttention", call=MultiHeadAttention,
          good=lambda: dict(num_hiddens=8, num_heads=2, dropout=0.0, bias=False, query_size=None,
-                           key_size=None, value_size=None, rotary=False, rotary_base=10000.0),
+                           key_size=None, value_size=None, rotary=False, rotary_base=10000.0,
+                           rotary_scale=1.0, position_bias=None),
          rules={"num_hiddens": "size", "num_heads": "size", "dropout": "probability", "bias": "flag",
                 "query_size": "size or None", "key_size": "size or None", "value_size": "size or None",
-                "rotary": "flag", "rotary_base": "above one"},
+                "rotary": "flag", "rotary_base": "above one", "rotary_scale": "positive",
+                "position_bias": OneOf((None, *POSITION_BIASES))},
          valid=lambda kw: kw["num_hiddens"] % kw["num_heads"] == 0 and (
-             not kw["rotary"] or kw["num_hiddens"] // kw["num_heads"] % 2 == 0),
+             not kw["rotary"] or kw["num_hiddens"] // kw["num_heads"] % 2 == 0) and (
+             kw["rotary"] or kw["rotary_scale"] == 1),
          check=lambda m, kw: isinstance(m, MultiHeadAttention) and m.W_o.out_features == kw["num_hiddens"]
          and m.W_k.in_features == (kw["key_size"] or kw["num_hiddens"]) and m.num_heads == kw["num_heads"]
-         and (m.W_q.bias is not None) == bool(kw["bias"]),
+         and (m.W_q.bias is not None) == bool(kw["bias"]) and m.position_bias == kw["position_bias"]
+         and hasattr(m, "relative_bias") == (kw["position_bias"] == "t5"),
          bad=[Case("rotary-odd-head", lambda kw: kw.update(num_hiddens=6, rotary=True)),
-              Case("heads-3-of-8", lambda kw: kw.update(num_heads=3))],
+              Case("heads-3-of-8", lambda kw: kw.update(num_heads=3)),
+              Case("rotary_scale-without-rotary", lambda kw: kw.update(rotary_scale=0.5), r"rotary_scale must"),
+              Case("position_bias-rope", lambda kw: kw.update(position_bias="rope"), r"position_bias must")],
          edge=[Case("rotary-head-2", lambda kw: kw.update(num_hiddens=4, rotary=True),
-                    lambda m, kw: m.rotary and m.num_heads == 2)]),
-    Spec("helpers.multihead.MultiHeadAttention.forward", call=lambda **kw: MHA(**kw), good=MHA_KW,
+                    lambda m, kw: m.rotary and m.num_heads == 2),
+               Case("rotary_scale-0.25", lambda kw: kw.update(rotary=True, rotary_scale=0.25),
+                    lambda m, kw: m.rotary_scale == 0.25),
+               Case("t5-table", lambda kw: kw.update(position_bias="t5", num_heads=4),
+                    lambda m, kw: m.relative_bias.weight.shape == (32, 4) and bool((m.relative_bias.weight == 0).all())),
+               Case("alibi-with-rotary", lambda kw: kw.update(position_bias="alibi", rotary=True),
+                    lambda m, kw: m.rotary and m.position_bias == "alibi")]),
+    Spec("helpers.multihead.MultiHeadAttention.forward", call=lambda module=MHA, **kw: module(**kw), good=MHA_KW,
          rules={"queries": T(rank=3), "keys": T(rank=3), "values": T(rank=3),
                 "valid_lens": T(dtype="integer", optional=True, lists=True),
                 "need_weights": "flag", "causal": "flag", "cache": is_cache},
@@ -190,7 +254,9 @@ SPECS: list[Spec] = [
               Case("valid_lens-6", lambda kw: kw.update(valid_lens=torch.tensor([6, 1])), r"valid_lens must"),
               Case("valid_lens-shape", lambda kw: kw.update(valid_lens=torch.tensor([1, 2, 3])), r"valid_lens must"),
               Case("cache-batch-1", lambda kw: kw.update(cache=filled_cache(1, 2, 3, 4))),
-              Case("cache-float64", lambda kw: kw.update(cache=filled_cache(2, 2, 3, 4, torch.float64)))],
+              Case("cache-float64", lambda kw: kw.update(cache=filled_cache(2, 2, 3, 4, torch.float64))),
+              Case("alibi-not-causal", lambda kw: kw.update(module=MHA_BIAS["alibi"], causal=False), r"causal must"),
+              Case("t5-not-causal", lambda kw: kw.update(module=MHA_BIAS["t5"], causal=False), r"causal must")],
          edge=[
              Case("per-query-lens", lambda kw: kw.update(valid_lens=torch.tensor([[1, 2, 3], [0, 5, 4]])),
                   lambda out, kw: close(out, mha_reference(MHA, kw["queries"], kw["keys"], kw["values"],
@@ -219,7 +285,70 @@ SPECS: list[Spec] = [
              Case("Q-0", lambda kw: kw.update(queries=rand(2, 0, 4)), lambda out, kw: out.shape == (2, 0, 8)),
              Case("B-0", lambda kw: kw.update(queries=rand(0, 3, 4), keys=rand(0, 5, 6), values=rand(0, 5, 5),
                                               valid_lens=None), lambda out, kw: out.shape == (0, 3, 8)),
-         ]),
+             Case("rotary_scale", lambda kw: kw.update(module=MHA_PI),
+                  lambda out, kw: close(out, mha_reference(MHA_PI, kw["queries"], kw["keys"], kw["values"],
+                                                           kw["valid_lens"], True))),
+         ] + [Case(f"{kind}{'-sdpa' if not weights else ''}{'-lens' if lens else ''}",
+                   lambda kw, kind=kind, weights=weights, lens=lens: kw.update(
+                       module=MHA_BIAS[kind], need_weights=weights,
+                       valid_lens=torch.tensor([[0, 2, 3], [5, 4, 1]]) if lens else None),
+                   lambda out, kw, kind=kind: close(out, mha_reference(
+                       MHA_BIAS[kind], kw["queries"], kw["keys"], kw["values"], kw["valid_lens"], True)))
+              for kind in POSITION_BIASES for weights in (True, False) for lens in (False, True)]
+           + [Case(f"{kind}-nan-past-lens", lambda kw, kind=kind: kw.update(
+                  module=MHA_BIAS[kind], keys=nan_past_lens(kw["keys"]), values=nan_past_lens(kw["values"])),
+                   lambda out, kw, kind=kind: close(out, mha_reference(
+                       MHA_BIAS[kind], rand(2, 3, 4), rand(2, 5, 6), rand(2, 5, 5), [2, 5], True)))
+              for kind in POSITION_BIASES]
+           + [Case(f"{kind}-cache-continues", lambda kw, kind=kind: kw.update(
+                  module=MHA_BIAS[kind],
+                  cache=prefilled(MHA_BIAS[kind], rand(2, 2, 4), rand(2, 5, 6)[:, :3], rand(2, 5, 5)[:, :3],
+                                  causal=True),
+                  keys=rand(2, 5, 6)[:, 3:], values=rand(2, 5, 5)[:, 3:], valid_lens=None),
+                   lambda out, kw, kind=kind: close(out, mha_reference(
+                       MHA_BIAS[kind], rand(2, 3, 4), rand(2, 5, 6), rand(2, 5, 5), None, True)))
+              for kind in POSITION_BIASES]),
+    Spec("helpers.multihead.MultiHeadAttention.score_bias",
+         call=lambda module=MHA_BIAS["alibi"], **kw: module.score_bias(**kw),
+         good=lambda: dict(num_queries=3, num_keys=5),
+         rules={"num_queries": "count", "num_keys": "count"},
+         valid=lambda kw: kw["num_queries"] <= kw["num_keys"],
+         check=lambda out, kw: out.dtype == torch.float32 and close(
+             out, bias_reference(MHA_BIAS["alibi"], int(kw["num_queries"]), int(kw["num_keys"]))),
+         bad=[Case("no-position-bias", lambda kw: kw.update(module=MHA), r"position_bias must"),
+              Case("Q-gt-K", lambda kw: kw.update(num_queries=6), r"num_queries must")],
+         edge=[Case("t5", lambda kw: kw.update(module=MHA_BIAS["t5"], num_queries=4, num_keys=200),
+                    lambda out, kw: close(out, bias_reference(MHA_BIAS["t5"], 4, 200))),
+               Case("float64-module", lambda kw: kw.update(module=seeded(lambda: MultiHeadAttention(
+                   8, 2, position_bias="alibi").double())), lambda out, kw: out.dtype == torch.float64),
+               Case("0-0", lambda kw: kw.update(num_queries=0, num_keys=0), lambda out, kw: out.shape == (2, 0, 0))]),
+    Spec("helpers.multihead.alibi_slopes", call=alibi_slopes, good=lambda: dict(num_heads=8),
+         rules={"num_heads": "size"},
+         check=lambda out, kw: out.dtype == torch.float64 and close(out, torch.tensor(
+             [2.0 ** (-8 * h / int(kw["num_heads"])) for h in range(1, int(kw["num_heads"]) + 1)],
+             dtype=torch.float64), 1e-12),
+         edge=[Case("H-8", lambda kw: None, lambda out, kw: out.tolist() == [1 / 2 ** h for h in range(1, 9)])]),
+    Spec("helpers.multihead.t5_buckets", call=t5_buckets,
+         good=lambda: dict(distances=torch.tensor([[0, 5, 16, 200], [-3, 15, 113, 112]]), num_buckets=32,
+                           max_distance=128),
+         rules={"distances": T(dtype="integer"), "num_buckets": Int(lo=2), "max_distance": Int(lo=1)},
+         valid=lambda kw: kw["max_distance"] > kw["num_buckets"] // 2,
+         check=lambda out, kw: out.dtype == torch.long and out.shape == kw["distances"].shape and out.tolist() == [
+             [t5_bucket(d, int(kw["num_buckets"]), int(kw["max_distance"])) for d in row]
+             for row in kw["distances"].tolist()],
+         bad=[Case("max_distance-16", lambda kw: kw.update(max_distance=16), r"max_distance must"),
+              Case("distances-float", lambda kw: kw.update(distances=torch.zeros(3)), r"distances must"),
+              Case("distances-list", lambda kw: kw.update(distances=[0, 1]), r"distances must")],
+         edge=[Case("decoder-starts", lambda kw: kw.update(distances=torch.arange(301)),
+                    lambda out, kw: [out.tolist().index(b) for b in range(16, 32)]
+                    == [16, 19, 21, 24, 27, 31, 35, 40, 46, 52, 59, 67, 77, 87, 99, 113]),
+               Case("0-d", lambda kw: kw.update(distances=torch.tensor(20)),
+                    lambda out, kw: out.shape == () and int(out) == 17),
+               Case("int32", lambda kw: kw.update(distances=torch.arange(-2, 40, dtype=torch.int32)),
+                    lambda out, kw: out.tolist() == [t5_bucket(d) for d in range(-2, 40)]),
+               Case("empty", lambda kw: kw.update(distances=torch.zeros(0, 3, dtype=torch.long)),
+                    lambda out, kw: out.shape == (0, 3)),
+               Case("huge", lambda kw: kw.update(distances=torch.tensor([10**15])), lambda out, kw: out.tolist() == [31])]),
     # ---------------------------------------------------------------- kv_cache
     Spec("helpers.kv_cache.KVCache", call=KVCache, good=dict,
          check=lambda c, kw: isinstance(c, KVCache) and c.length == 0 and c.nbytes() == 0 and c.keys is None),
@@ -259,16 +388,22 @@ SPECS: list[Spec] = [
     # ---------------------------------------------------------------- transformer
     Spec("helpers.transformer.TransformerBlock", call=TransformerBlock,
          good=lambda: dict(num_hiddens=8, num_heads=2, ffn_hiddens=12, dropout=0.0, activation="gelu",
-                           rotary=False),
+                           rotary=False, rotary_scale=1.0, position_bias=None),
          rules={"num_hiddens": "size", "num_heads": "size", "ffn_hiddens": "size", "dropout": "probability",
-                "activation": OneOf(("gelu", "relu")), "rotary": "flag"},
+                "activation": OneOf(("gelu", "relu")), "rotary": "flag", "rotary_scale": "positive",
+                "position_bias": OneOf((None, *POSITION_BIASES))},
          valid=lambda kw: kw["num_hiddens"] % kw["num_heads"] == 0 and (
-             not kw["rotary"] or kw["num_hiddens"] // kw["num_heads"] % 2 == 0),
+             not kw["rotary"] or kw["num_hiddens"] // kw["num_heads"] % 2 == 0) and (
+             kw["rotary"] or kw["rotary_scale"] == 1),
          check=lambda b, kw: isinstance(b, TransformerBlock) and b.ffn[0].out_features == kw["ffn_hiddens"]
          and b.norm1.normalized_shape == (kw["num_hiddens"],) and b.attention.rotary == bool(kw["rotary"])
-         and b.dropout.p == kw["dropout"] and type(b.ffn[0].out_features) is int,
-         bad=[Case("rotary-odd-head", lambda kw: kw.update(num_hiddens=6, rotary=True))]),
-    Spec("helpers.transformer.TransformerBlock.forward", call=lambda **kw: BLOCK(**kw),
+         and b.dropout.p == kw["dropout"] and type(b.ffn[0].out_features) is int
+         and b.attention.position_bias == kw["position_bias"] and b.attention.rotary_scale == kw["rotary_scale"],
+         bad=[Case("rotary-odd-head", lambda kw: kw.update(num_hiddens=6, rotary=True)),
+              Case("rotary_scale-without-rotary", lambda kw: kw.update(rotary_scale=2.0), r"rotary_scale must")],
+         edge=[Case("rope-interpolated", lambda kw: kw.update(rotary=True, rotary_scale=0.5),
+                    lambda b, kw: b.attention.rotary_scale == 0.5)]),
+    Spec("helpers.transformer.TransformerBlock.forward", call=lambda block=BLOCK, **kw: block(**kw),
          good=lambda: dict(X=rand(2, 4, 8), valid_lens=torch.tensor([3, 4]), causal=True, cache=None,
                            need_weights=True),
          rules={"X": T(rank=3), "valid_lens": T(dtype="integer", optional=True, lists=True),
@@ -280,21 +415,31 @@ SPECS: list[Spec] = [
              cache=prefilled(BLOCK, rand(2, 4, 8)[:, :2], causal=True), X=rand(2, 4, 8)[:, 2:], valid_lens=None),
              lambda out, kw: close(out, block_reference(BLOCK, rand(2, 4, 8), None, True)[:, 2:])),
                Case("T-0", lambda kw: kw.update(X=rand(2, 0, 8), valid_lens=None),
-                    lambda out, kw: out.shape == (2, 0, 8))]),
+                    lambda out, kw: out.shape == (2, 0, 8))]
+         + [Case(kind, lambda kw, kind=kind: kw.update(block=BLOCK_BIAS[kind]),
+                 lambda out, kw, kind=kind: close(out, block_reference(BLOCK_BIAS[kind], kw["X"], kw["valid_lens"], True)))
+            for kind in POSITION_BIASES]),
     Spec("helpers.transformer.DecoderLM", call=DecoderLM,
          good=lambda: dict(vocab_size=5, num_hiddens=8, num_heads=2, num_layers=1, ffn_hiddens=None,
-                           max_len=6, positional="sinusoidal", dropout=0.0),
+                           max_len=6, positional="sinusoidal", dropout=0.0, rotary_scale=1.0),
          rules={"vocab_size": "size", "num_hiddens": "size", "num_heads": "size", "num_layers": "size",
                 "ffn_hiddens": "size or None", "max_len": "size", "positional": OneOf(POSITIONAL),
-                "dropout": "probability"},
+                "dropout": "probability", "rotary_scale": "positive"},
          valid=lambda kw: kw["num_hiddens"] % kw["num_heads"] == 0 and (
-             kw["positional"] != "rope" or kw["num_hiddens"] // kw["num_heads"] % 2 == 0),
+             kw["positional"] != "rope" or kw["num_hiddens"] // kw["num_heads"] % 2 == 0) and (
+             kw["positional"] == "rope" or kw["rotary_scale"] == 1),
          check=lambda m, kw: isinstance(m, DecoderLM) and len(m.blocks) == kw["num_layers"]
          and m.head.out_features == kw["vocab_size"] and m.max_len == kw["max_len"]
          and m.blocks[0].ffn[0].out_features == (kw["ffn_hiddens"] or 4 * kw["num_hiddens"]),
-         bad=[Case("rope-odd-head", lambda kw: kw.update(num_hiddens=6, positional="rope"))],
-         edge=[Case("rope", lambda kw: kw.update(positional="rope"), lambda m, kw: m.blocks[0].attention.rotary)]),
-    Spec("helpers.transformer.DecoderLM.forward", call=lambda **kw: LM(**kw),
+         bad=[Case("rope-odd-head", lambda kw: kw.update(num_hiddens=6, positional="rope")),
+              Case("rotary_scale-sinusoidal", lambda kw: kw.update(rotary_scale=0.5), r"rotary_scale must")],
+         edge=[Case("rope", lambda kw: kw.update(positional="rope"), lambda m, kw: m.blocks[0].attention.rotary),
+               Case("rope-interpolated", lambda kw: kw.update(positional="rope", rotary_scale=0.5),
+                    lambda m, kw: all(b.attention.rotary_scale == 0.5 for b in m.blocks))]
+         + [Case(kind, lambda kw, kind=kind: kw.update(positional=kind),
+                 lambda m, kw, kind=kind: all(b.attention.position_bias == kind for b in m.blocks))
+            for kind in POSITION_BIASES]),
+    Spec("helpers.transformer.DecoderLM.forward", call=lambda model=LM, **kw: model(**kw),
          good=lambda: dict(tokens=torch.tensor([[1, 2, 3], [4, 0, 2]]), cache=None, need_weights=True),
          rules={"tokens": T(rank=2, dtype="long"), "cache": is_cache_list, "need_weights": "flag"},
          check=lambda out, kw: close(out, lm_reference(LM, kw["tokens"])),
@@ -319,7 +464,17 @@ SPECS: list[Spec] = [
                Case("B-0", lambda kw: kw.update(tokens=torch.zeros(0, 3, dtype=torch.long)),
                     lambda out, kw: out.shape == (0, 3, 5)),
                Case("max_len", lambda kw: kw.update(tokens=torch.tensor([[1, 2, 3, 4, 0, 1]])),
-                    lambda out, kw: close(out, lm_reference(LM, kw["tokens"])))]),
+                    lambda out, kw: close(out, lm_reference(LM, kw["tokens"]))),
+               Case("rope-interpolated", lambda kw: kw.update(model=LM_PI),
+                    lambda out, kw: close(out, lm_reference(LM_PI, kw["tokens"])))]
+         + [Case(kind, lambda kw, kind=kind: kw.update(model=LM_OTHER[kind]),
+                 lambda out, kw, kind=kind: close(out, lm_reference(LM_OTHER[kind], kw["tokens"])))
+            for kind in LM_OTHER]
+         + [Case(f"{kind}-cache-continues", lambda kw, kind=kind: kw.update(
+             model=LM_OTHER[kind], cache=prefilled(LM_OTHER[kind], torch.tensor([[1, 2], [4, 0]])),
+             tokens=torch.tensor([[3], [2]])),
+             lambda out, kw, kind=kind: close(out, lm_reference(LM_OTHER[kind], torch.tensor([[1, 2, 3], [4, 0, 2]]))[:, 2:]))
+            for kind in POSITION_BIASES]),
     Spec("helpers.transformer.DecoderLM.new_cache", call=lambda: LM.new_cache(), good=dict,
          check=lambda out, kw: isinstance(out, list) and len(out) == 2
          and all(isinstance(c, KVCache) and c.length == 0 for c in out) and out[0] is not out[1]),
@@ -341,26 +496,36 @@ SPECS: list[Spec] = [
                Case("B-0", lambda kw: kw.update(prompt=torch.zeros(0, 2, dtype=torch.long)),
                     lambda out, kw: out.shape == (0, 4)),
                Case("to-max_len-no-cache", lambda kw: kw.update(num_new=4, use_cache=False),
-                    lambda out, kw: torch.equal(out, greedy_reference(LM, kw["prompt"], 4)))]),
+                    lambda out, kw: torch.equal(out, greedy_reference(LM, kw["prompt"], 4)))]
+         + [Case(f"{kind}-model", lambda kw, kind=kind: kw.update(model=LM_OTHER[kind], num_new=4),
+                 lambda out, kw, kind=kind: torch.equal(out, greedy_reference(LM_OTHER[kind], kw["prompt"], 4)))
+            for kind in POSITION_BIASES]),
     # ---------------------------------------------------------------- rotary
     Spec("helpers.rotary.apply_rotary", call=rotary.apply_rotary,
          good=lambda: dict(x=rand(2, 3, 5, 8), positions=torch.tensor([3, 0, 7, 100, -5]), base=500.0,
-                           interleaved=False),
+                           interleaved=False, scale=0.5),
          rules={"x": T(min_rank=2, same_dtype=False), "positions": T(rank=1, dtype="integer", optional=True),
-                "base": "above one", "interleaved": "flag"},
-         check=lambda out, kw: out.dtype == kw["x"].dtype and close(out, rotate(
-             kw["x"], torch.arange(5) if kw["positions"] is None else kw["positions"], float(kw["base"]),
-             bool(kw["interleaved"])), {torch.float16: 4e-3, torch.bfloat16: 3e-2}.get(kw["x"].dtype, 1e-5)),
+                "base": "above one", "interleaved": "flag", "scale": "positive"},
+         check=lambda out, kw: out.dtype == kw["x"].dtype and (close(out, rotate(
+             kw["x"], (torch.arange(5) if kw["positions"] is None else kw["positions"]) * float(kw["scale"]),
+             float(kw["base"]), bool(kw["interleaved"])),
+             {torch.float16: 4e-3, torch.bfloat16: 3e-2}.get(kw["x"].dtype, 1e-5)) if float(kw["scale"]) < 1e6
+             # angles past 1e8 rad: the last bit of θ_i decides them; a rotation still keeps every norm
+             else close(out.norm(dim=-1), kw["x"].norm(dim=-1), 1e-3)),
          bad=[Case("odd-D", lambda kw: kw.update(x=rand(2, 3, 5, 7)), r"D must"),
               Case("positions-4", lambda kw: kw.update(positions=torch.arange(4)), r"positions must"),
               Case("positions-list", lambda kw: kw.update(positions=[0, 1, 2, 3, 4]), r"positions must")],
          edge=[Case(f"x-{str(dtype)[6:]}", lambda kw, dtype=dtype: kw.update(x=rand(2, 3, 5, 8, dtype=dtype)),
                     lambda out, kw: out.dtype == kw["x"].dtype and close(out, rotate(
-                        kw["x"], kw["positions"], 500.0), 4e-3 if kw["x"].dtype == torch.float16 else 3e-2))
+                        kw["x"], kw["positions"] * 0.5, 500.0), 4e-3 if kw["x"].dtype == torch.float16 else 3e-2))
                for dtype in (torch.float16, torch.bfloat16)]
          + [Case("T-0", lambda kw: kw.update(x=rand(2, 0, 8), positions=None), lambda out, kw: out.shape == (2, 0, 8)),
             Case("int32-positions", lambda kw: kw.update(positions=kw["positions"].int()),
-                 lambda out, kw: close(out, rotate(kw["x"], kw["positions"], 500.0)))]),
+                 lambda out, kw: close(out, rotate(kw["x"], kw["positions"] * 0.5, 500.0))),
+            Case("scale-1-is-plain", lambda kw: kw.update(scale=1),
+                 lambda out, kw: torch.equal(out, rotary.apply_rotary(kw["x"], kw["positions"], base=500.0))),
+            Case("scale-tiny", lambda kw: kw.update(scale=1e-12),
+                 lambda out, kw: close(out, kw["x"], 1e-6))]),
     Spec("helpers.rotary.rotary_angles", call=rotary.rotary_angles,
          good=lambda: dict(positions=torch.tensor([0, 3, 10]), size=6, base=100.0, dtype=torch.float64),
          rules={"positions": lambda v: False,  # the pools hold no 1-D tensor: the variants are below
