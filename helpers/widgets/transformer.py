@@ -192,10 +192,11 @@ def draw_explorer(run: induction.TrainingRun, step: int | None = None, layer: in
         ax.images[0].set_data(np.ma.masked_array(weights[l, hh], mask=~keep))
         ax.title.set_text(f"layer {l + 1} · head {hh + 1}\nprev {state['prev'][c, l, hh]:.2f}"
                           f" · ind {state['ind'][c, l, hh]:.2f}")
-        chosen = (l, hh) == (li, hi)
+        width = 2.5 if (l, hh) == (li, hi) else 0.6  # the chosen one framed
         for spine in ax.spines.values():
-            spine.set_edgecolor("black" if chosen else "#999999")
-            spine.set_linewidth(2.5 if chosen else 0.6)
+            if spine.get_linewidth() != width:  # set again only when it changes: a page view
+                spine.set_edgecolor("black" if width == 2.5 else "#999999")  # records it again
+                spine.set_linewidth(width)  # whenever it is set
     return fig
 
 
