@@ -76,7 +76,8 @@ def test_tokens_are_fixed_and_not_shared_by_reference():
 def test_shift_view_draws_the_scores_and_their_change():
     view = rotary.shift_view()
     slider = control(view, "position shift s")
-    assert (slider.min, slider.max, slider.value) == (0, rotary.MAX_SHIFT, 0)
+    assert (slider.min, slider.max, slider.step, slider.value) == (0, rotary.MAX_SHIFT, 5, 0)
+    assert view._controls[0].values == tuple(range(0, rotary.MAX_SHIFT + 1, 5))  # 41 states
     first = maps(view.result)
     for shift in (0, 9, 150):
         slider.value = shift
@@ -241,6 +242,7 @@ def test_bad_bases_are_refused_as_apply_rotary_refuses_them(base):
 @pytest.mark.parametrize("call, match", [
     (lambda: rotary.frequency_view(5.0), r"^base must be in \[10, 1e6\] \(the slider's range\)"),
     (lambda: rotary.shift_view(shift=201), r"^shift must be an int in \[0, 200\]"),  # was clamped
+    (lambda: rotary.shift_view(shift=7), r"^shift must be a multiple of 5 \(the slider's step\), got 7"),
     (lambda: rotary.shift_scores(np.int64(3)), None),  # a NumPy int is an int
     (lambda: rotary.shift_scores(3, size=7), r"^size must be an even int >= 2"),  # was raw
     (lambda: rotary.shift_scores(3, num_positions=0), r"^num_positions must be a positive int"),

@@ -626,8 +626,10 @@ ROTARY = [
          bad=[Case("num_positions=0", lambda kw: kw.update(num_positions=0), r"^num_positions must be"),
               Case("size=7", lambda kw: kw.update(size=7), r"^size must be an even int >= 2")],
          edge=[Case("foreign-fig", lambda kw: kw.update(fig=_foreign()), _shift_figure_right)]),
-    Spec("helpers.widgets.rotary.shift_view", call=rw.shift_view, good=lambda: dict(SHIFT_GOOD),
+    Spec("helpers.widgets.rotary.shift_view", call=rw.shift_view,
+         good=lambda: dict(SHIFT_GOOD, shift=rw.SHIFT_STEP),
          rules={"shift": Int(0, rw.MAX_SHIFT)},
+         valid=lambda kw: kw["shift"] % rw.SHIFT_STEP == 0,  # the slider's values only
          unfuzzed={"num_positions": "passed on to draw_shift (checked there by shift_scores, whose "
                                     "spec fuzzes it); case num_positions=1.0 here",
                    "size": "passed on to draw_shift (checked there by shift_scores, whose spec "
