@@ -72,7 +72,7 @@ def unseen_rows(hidden: torch.Tensor) -> torch.Tensor:
 def attend(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, hidden: torch.Tensor | None,
     empty: torch.Tensor | None, *, dropout_p: float, need_weights: bool, is_causal: bool = False,
-    clean: bool = False,
+    clean: bool = False, bias: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``scaled_dot_product`` without the checks, for the helpers' own callers. ``hidden`` is
     the inverse mask (True = masked *out*, as ``lens_hidden`` builds it); ``empty`` marks
@@ -80,8 +80,12 @@ def attend(
     Q = K, ``hidden`` None and no weights) hands SDPA its own causal flag, so that the fused
     kernels that take no mask (flash attention on a GPU) can run. ``clean``: the caller vouches
     that no key or value row hidden from every query can hold NaN or inf (it zeroed them, or
-    there are none, as with no valid lengths), so the copies that zero them are skipped."""
-    if is_causal and (need_weights or hidden is not None or queries.shape[-2] != keys.shape[-2]):
+    there are none, as with no valid lengths), so the copies that zero them are skipped.
+    ``bias``: a float tensor added to every scaled score, broadcasting against the scores
+    (..., Q, K) (a position bias: ALiBi, T5); SDPA then takes it as a float ``attn_mask``,
+    −inf where ``hidden``."""
+    if is_causal and (need_weights or hidden is not None or bias is not None
+                      or queries.shape[-2] != keys.shape[-2]):
         raise ValueError("is_causal needs Q = K, no other mask and need_weights=False")
     clean = clean or hidden is None
     if not clean:  # a weight of exactly 0 does not stop NaN or inf (0 · NaN = NaN), so
@@ -90,13 +94,17 @@ def attend(
     if need_weights:
         scale = 1.0 / math.sqrt(queries.shape[-1])
         scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., Q, K): scaled on the Q side
+        if bias is not None:
+            scores = scores + bias  # (..., Q, K): a new tensor, softmax_owned may write into it
         weights = softmax_owned(scores, hidden, empty)
         dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
         return dropped @ values, weights  # (..., Q, V)
     mask = None
     if not clean:
         keys = torch.where(unseen, 0.0, keys)  # SDPA adds -inf to a NaN score: it stays NaN
-    if hidden is not None:
+    if bias is not None:  # a float mask, added to the scores: −inf where hidden
+        mask = (bias if hidden is None else torch.where(hidden, -math.inf, bias)).to(queries.dtype)
+    elif hidden is not None:
         mask = ~hidden if hidden.dim() > 1 else ~hidden[None]  # True = takes part; SDPA wants (Q, K)
     if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:  # broadcast them first:
         lead = broadcast_shape(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])

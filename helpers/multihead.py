@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .attention import attend, check_qkv, unseen_rows
@@ -20,7 +19,7 @@ from .checks import (
     check_rank, check_real, check_size,
 )
 from .kv_cache import KVCache
-from .masking import ValidLens, attention_hidden, softmax_owned
+from .masking import ValidLens, attention_hidden
 from .rotary import apply_rotary
 
 __all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output", "alibi_slopes", "t5_buckets",
@@ -212,14 +211,10 @@ class MultiHeadAttention(nn.Module):
             hidden = hidden.unsqueeze(1)  # (B, 1, 1 or Q, K)
             empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         p = self.dropout if self.training else 0.0
-        if self.position_bias is None:
-            out, self.attention_weights = attend(
-                q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
-                is_causal=is_causal, clean=clean)  # (B, H, Q, N/H)
-        else:
-            out, self.attention_weights = _attend_with_bias(
-                q, k, v, self.score_bias(Q, K).to(q.dtype), hidden, empty, dropout_p=p,
-                need_weights=need_weights, clean=clean)  # (B, H, Q, N/H)
+        bias = None if self.position_bias is None else self.score_bias(Q, K).to(q.dtype)  # (H, Q, K)
+        out, self.attention_weights = attend(
+            q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
+            is_causal=is_causal, clean=clean, bias=bias)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)
 
     def score_bias(self, num_queries: int, num_keys: int) -> torch.Tensor:
@@ -243,27 +238,6 @@ class MultiHeadAttention(nn.Module):
             return -slopes[:, None, None] * distance.to(dtype)  # (H, Q, K)
         bias = self.relative_bias(t5_buckets(distance))  # (Q, K, H)
         return bias.permute(2, 0, 1).to(dtype)  # (H, Q, K)
-
-
-def _attend_with_bias(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor,
-    hidden: torch.Tensor | None, empty: torch.Tensor | None, *, dropout_p: float,
-    need_weights: bool, clean: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``attend`` with a float ``bias`` (H, Q, K) added to every score: softmax(q kᵀ/√d + bias) v
-    for q (B, H, Q, d), k (B, H, K, d), v (B, H, K, d_v). ``hidden`` (True = masked *out*) and
-    ``empty`` (rows where every key is hidden: all-zero output, never NaN) as for ``attend``."""
-    if not clean:  # keys and values that no query may see become 0: 0 · NaN would be NaN
-        unseen = unseen_rows(hidden)  # (..., K, 1)
-        k, v = torch.where(unseen, 0.0, k), torch.where(unseen, 0.0, v)  # new tensors
-    if need_weights:
-        scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.mT + bias  # (B, H, Q, K)
-        weights = softmax_owned(scores, hidden, empty)  # (B, H, Q, K)
-        dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-        return dropped @ v, weights  # (B, H, Q, d_v)
-    mask = bias if hidden is None else torch.where(hidden, -math.inf, bias)  # (B or 1, H, Q, K)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), dropout_p=dropout_p)
-    return (out if empty is None else out.masked_fill(empty, 0.0)), None  # (B, H, Q, d_v)
 
 
 def _keyword_only_message(args: tuple[object, ...]) -> str:
