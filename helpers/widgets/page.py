@@ -308,8 +308,7 @@ def _title_key(ax: Axes, renderer, boxes: dict) -> tuple | None:
             title.set_position((x, y))
             title.stale = was_stale
         key.append(boxes[title][1])
-    group = ax.get_figure(root=False)._align_label_groups["title"].get_siblings(ax)
-    others = {id(a): a for a in [*ax._twinned_axes.get_siblings(ax), *group]}
+    others = {id(a): a for a in _title_peers(ax)}
     for _, other in sorted(others.items()):  # the same Axes each time: by id, one order
         if other.yaxis.offsetText.get_visible() and _offset_text(other.yaxis):
             return None
@@ -322,6 +321,14 @@ def _title_key(ax: Axes, renderer, boxes: dict) -> tuple | None:
             key.append((axis_key, _context(other.xaxis)))
         key.append(tuple(other.spines.get("outline", other).get_window_extent().bounds))
     return tuple(key)
+
+
+def _title_peers(ax: Axes) -> list[Axes]:
+    """The Axes whose extents ``ax._update_title_position`` lines ``ax``'s titles up with (its
+    twins and the Axes aligned with it by ``align_titles``; ``ax`` itself among them), child
+    Axes aside."""
+    group = ax.get_figure(root=False)._align_label_groups["title"].get_siblings(ax)
+    return [*ax._twinned_axes.get_siblings(ax), *group]
 
 
 def _offset_text(axis: Axis) -> str:
@@ -445,8 +452,7 @@ class _Scene:
                 if title.get_position() != where:
                     title.set_position(where)
             return
-        group = ax.get_figure(root=False)._align_label_groups["title"].get_siblings(ax)
-        read = {*ax.child_axes, *ax._twinned_axes.get_siblings(ax), *group}  # as it reads them
+        read = {*ax.child_axes, *_title_peers(ax)}  # the Axes it reads
         with _kept_clean([*titles, *(axis for a in read for axis in (a.xaxis, a.yaxis))]):
             ax._update_title_position(self.recorder)
         self.title_places[ax] = (key, [t.get_position() for t in titles])
@@ -534,8 +540,8 @@ def _kept_clean(artists: Sequence[Artist]):
     before = []
 
     def visit(artist: Artist) -> None:
-        if not artist.stale:
-            before.append((artist, _drawn(artist)))
+        if not artist.stale and (drawn := _drawn(artist)) is not None:
+            before.append((artist, drawn))
         for child in _children(artist):
             visit(child)
 
@@ -543,7 +549,7 @@ def _kept_clean(artists: Sequence[Artist]):
         visit(artist)
     yield
     for artist, drawn in before:
-        if artist.stale and drawn is not None and _drawn(artist) == drawn:
+        if artist.stale and _drawn(artist) == drawn:
             artist.stale = False
 
 

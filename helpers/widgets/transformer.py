@@ -192,11 +192,11 @@ def draw_explorer(run: induction.TrainingRun, step: int | None = None, layer: in
         ax.images[0].set_data(np.ma.masked_array(weights[l, hh], mask=~keep))
         ax.title.set_text(f"layer {l + 1} · head {hh + 1}\nprev {state['prev'][c, l, hh]:.2f}"
                           f" · ind {state['ind'][c, l, hh]:.2f}")
-        width = 2.5 if (l, hh) == (li, hi) else 0.6  # the chosen one framed
-        for spine in ax.spines.values():
-            if spine.get_linewidth() != width:  # set again only when it changes: a page view
-                spine.set_edgecolor("black" if width == 2.5 else "#999999")  # records it again
-                spine.set_linewidth(width)  # whenever it is set
+        colour, width = ("black", 2.5) if (l, hh) == (li, hi) else ("#999999", 0.6)  # the chosen
+        for spine in ax.spines.values():  # one framed; set only when it changes (a page view
+            if spine.get_linewidth() != width:  # records a spine again whenever it is set)
+                spine.set_edgecolor(colour)
+                spine.set_linewidth(width)
     return fig
 
 
