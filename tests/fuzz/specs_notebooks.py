@@ -679,5 +679,77 @@ SPECS_10 = [
                               lambda V: torch.tensor(_order_formula(V), device="meta")]),
 ]
 
+# ------------------------------------------------------------------ 12 (linear attention)
+NB12 = "12_linear_attention.ipynb"
+NAMES_12 = frozenset({"_number"})
+DELTA_READ = [0.5, 1 / math.sqrt(2)]  # Sᵀk_1 after the delta rule writes (k_1, v_1), (k_2, v_2)
+
+
+def _outer_features(x):
+    return (x[..., :, None] * x[..., None, :]).flatten(-2)  # (..., D²): φ(q)·φ(k) = (q·k)²
+
+
+def _triangle_features(x):
+    i, j = torch.triu_indices(x.shape[-1], x.shape[-1], 1)
+    return torch.cat([x**2, math.sqrt(2) * x[..., i] * x[..., j]], dim=-1)  # (..., D(D+1)/2)
+
+
+def _rotated_features(x):
+    D = x.shape[-1]
+    Q = torch.linalg.qr(torch.randn(D * D, D * D, dtype=torch.float64, generator=torch.Generator().manual_seed(D)))[0]
+    return _outer_features(x) @ Q.to(x.dtype)  # an orthogonal rotation keeps the dot products
+
+
+SPECS_12 = [
+    CheckSpec(NB12, "check_1", wanted=NAMES_12,
+              right=lambda ns: [lambda L, D: D * D + D, lambda L, D: D * (D + 1), lambda L, D: float(D * D + D),
+                                lambda L, D: np.int64(D * D + D), lambda L, D: torch.tensor(D * D + D),
+                                lambda L, D: torch.tensor(D * D + D, dtype=torch.float64)],
+              wrong=lambda ns: [lambda L, D: 2 * L * D,  # softmax's KV cache
+                                lambda L, D: D * D,  # the normaliser z forgotten
+                                lambda L, D: L * D * D, lambda L, D: L * (D * D + D),  # every state S_1 … S_L
+                                lambda L, D: D * D + D + 1, lambda L, D: 2 * D * D, lambda L, D: D,
+                                lambda L, D: math.nan, lambda L, D: D * D + D + 0.5],
+              odd=lambda ns: [*odd_functions(), lambda L: 0, lambda L, D: str(D * D + D),
+                              lambda L, D: [D * D + D], lambda L, D: complex(D * D + D),
+                              lambda L, D: np.array([D * D + D]), lambda L, D: 10**400,
+                              lambda L, D: torch.tensor(D * D + D, device="meta"), lambda L, D: True]),
+    CheckSpec(NB12, "check_2", wanted=NAMES_12,
+              right=lambda ns: [_outer_features, _triangle_features, _rotated_features,
+                                lambda x: _outer_features(x.float()), lambda x: _triangle_features(x.float()),
+                                lambda x: torch.einsum("...i,...j->...ij", x, x).reshape(*x.shape[:-1], -1),
+                                lambda x: _outer_features(x).clone().requires_grad_(True)],
+              wrong=lambda ns: [lambda x: x**2,  # the cross terms q_i q_j k_i k_j forgotten
+                                lambda x: x,  # the kernel q·k itself
+                                lambda x: _outer_features(x) / 2, lambda x: _outer_features(x).abs(),
+                                lambda x: torch.cat([x**2, _triangle_features(x)[..., x.shape[-1]:] / math.sqrt(2)], -1),
+                                lambda x: torch.cat([x, _outer_features(x)], dim=-1),  # (q·k)² + q·k
+                                lambda x: _outer_features(x[..., :2]), lambda x: _outer_features(x) * math.nan],
+              odd=lambda ns: [*odd_functions(), lambda x: _outer_features(x).numpy(),
+                              lambda x: _outer_features(x).tolist(), lambda x: _outer_features(x)[..., 0],
+                              lambda x: _outer_features(x)[None], lambda x: _outer_features(x).to(torch.complex128),
+                              lambda x: _outer_features(x).long(), lambda x: _outer_features(x) > 0,
+                              lambda x: torch.empty(2, 3, 4, device="meta"), lambda: _outer_features,
+                              lambda x: (_outer_features(x), _outer_features(x)),
+                              lambda x: _outer_features(x).transpose(0, -1)]),
+    CheckSpec(NB12, "check_3", wanted=NAMES_12,
+              right=lambda ns: [*as_tensors(torch.tensor(DELTA_READ)), [round(x, 4) for x in DELTA_READ],
+                                [np.float64(x) for x in DELTA_READ], [0.5, math.sqrt(2) / 2],
+                                np.array(DELTA_READ, dtype=np.float32)],
+              wrong=lambda ns: [[1.0, 0.7071],  # the additive update
+                                [1, 0],  # v_1 unchanged: as if k_2 ⟂ k_1
+                                [0, 1],  # v_2: the read for k_2
+                                [0.5, 0.5], [0.7071, 0.5],  # swapped
+                                [0.5, -0.7071], [0.5, 0.70], torch.tensor([0.0, 0.0])],
+              odd=lambda ns: [*odd_tensors(torch.tensor(DELTA_READ)), "0.5, 0.7071", 0.5, [0.5],
+                              [0.5, 0.7071, 0.0], [0.5, math.nan], [0.5, math.inf], [0.5, "0.7071"],
+                              torch.tensor([True, False]), [10**400, 0], {0.5, 0.7071}, META]),
+    CheckSpec(NB12, "check_4", wanted=NAMES_12,
+              right=lambda ns: [*as_ints(16), np.uint8(16), np.array(16)],
+              wrong=lambda ns: [256,  # the state's numbers, not its independent keys
+                                17, 15, 4, 0, 32, 1, -16, 10**6],
+              odd=lambda ns: [*odd_ints(16), (16,), lambda: 16, math.nan, math.inf]),
+]
+
 CHECK_SPECS: list[CheckSpec] = [*SPECS_01, *SPECS_02, *SPECS_03, *SPECS_04, *SPECS_05, *SPECS_06,
-                                *SPECS_07, *SPECS_08, *SPECS_09, *SPECS_10]
+                                *SPECS_07, *SPECS_08, *SPECS_09, *SPECS_10, *SPECS_12]
