@@ -18,12 +18,12 @@ from torch import nn
 
 from .attention import scaled_dot_product
 from .checks import (
-    as_usable_device, check_finite_loss, check_generator, check_holds_data, check_positive_int,
+    as_usable_device, check_generator, check_holds_data, check_positive_int,
     check_rank, check_real, check_seed, check_trainable,
 )
 from .device import cpu_threads
 from .linear_attention import linear_attention
-from .relative_task import _adam_step
+from .relative_task import _adam_loop
 
 __all__ = [
     "KINDS", "make_batch", "RecallModel", "state_numbers", "train", "accuracy",
@@ -258,28 +258,16 @@ def train(
     check_trainable("model", model)
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(seed)
-    params = [p for p in model.parameters() if p.requires_grad]
-    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]  # Adam's m and v
-    losses = []
-    try:
-        model.train()
-        with cpu_threads(1 if device.type == "cpu" else None):
-            for step in range(1, steps + 1):
-                n = loads[int(torch.randint(len(loads), (), generator=generator))]
-                keys, values, queries, targets = make_batch(
-                    batch_size, n, num_keys=model.num_keys, num_values=model.num_values,
-                    generator=generator, device=device)  # (B, N) each
-                logits = model(keys, values, queries)  # (B, N, num_values)
-                loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-                for p in params:
-                    p.grad = None
-                loss.backward()
-                _adam_step(params, moments, step, lr)
-                losses.append(check_finite_loss(loss.item(), step, lr,
-                                                model if step == steps else None))
-    finally:
-        model.eval()
-    return losses
+
+    def loss_at(step: int) -> torch.Tensor:
+        n = loads[int(torch.randint(len(loads), (), generator=generator))]  # this step's N
+        keys, values, queries, targets = make_batch(
+            batch_size, n, num_keys=model.num_keys, num_values=model.num_values,
+            generator=generator, device=device)  # (B, N) each
+        logits = model(keys, values, queries)  # (B, N, num_values)
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    return _adam_loop(model, steps, lr, loss_at)
 
 
 @torch.no_grad()

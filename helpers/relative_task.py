@@ -9,6 +9,8 @@ positions, which have no token ``offset`` places back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -118,6 +120,25 @@ def train(
     check_trainable("model", model)
     device = _device(model)
     generator = torch.Generator().manual_seed(seed)
+
+    def loss_at(step: int) -> torch.Tensor:
+        tokens, targets = make_batch(batch_size, length, vocab_size=vocab_size, offset=offset,
+                                     generator=generator, device=device)  # (B, T) each
+        logits = model(tokens, need_weights=False)  # (B, T, V)
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+
+    return _adam_loop(model, steps, lr, loss_at)
+
+
+def _adam_loop(model: nn.Module, steps: int, lr: float,
+              loss_at: Callable[[int], torch.Tensor]) -> list[float]:
+    """``steps`` steps of ``_adam_step`` on every trainable parameter of ``model`` (checked by
+    the caller), the loss of step t (1 … steps) being ``loss_at(t)``; returns every step's
+    loss. The model trains in train mode and is left in eval mode; on the CPU the loop runs on
+    one thread and restores the thread count; a NaN or ±inf loss, or non-finite weights after
+    the last step, raise a ValueError naming the step. Shared by ``train`` and
+    ``recall.train``."""
+    device = _device(model)
     params = [p for p in model.parameters() if p.requires_grad]
     moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]  # Adam's m and v
     losses = []
@@ -125,12 +146,7 @@ def train(
         model.train()
         with cpu_threads(1 if device.type == "cpu" else None):
             for step in range(1, steps + 1):
-                tokens, targets = make_batch(batch_size, length, vocab_size=vocab_size,
-                                             offset=offset, generator=generator,
-                                             device=device)  # (B, T) each
-                logits = model(tokens, need_weights=False)  # (B, T, V)
-                loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(),
-                                       ignore_index=IGNORE)
+                loss = loss_at(step)
                 for p in params:
                     p.grad = None
                 loss.backward()
