@@ -15,27 +15,12 @@ from torch import nn
 from helpers import recall
 from helpers.recall import KINDS, RecallModel
 from tests.fuzz import Case, Int, OneOf, Spec, T, _is_int, _is_real
+from tests.fuzz.specs_training import _device_ok, _generator_ok  # the same rules
 
 NUM_KEYS, NUM_VALUES, SIZE = 9, 5, 4  # the specs' models
 
 
 # ------------------------------------------------------------------------------ rules
-def _device_ok(v: object) -> bool:
-    """None, or a device that can hold tensors on this machine (the CPU or a CUDA device here)."""
-    if v is None:
-        return True
-    try:
-        d = v if isinstance(v, torch.device) else torch.device(v)
-    except (RuntimeError, TypeError, ValueError):
-        return False
-    return d.type == "cpu" or (d.type == "cuda" and torch.cuda.is_available()
-                               and (d.index or 0) < torch.cuda.device_count())
-
-
-def _generator_ok(v: object) -> bool:
-    return v is None or isinstance(v, torch.Generator) and v.device.type == "cpu"
-
-
 def _lr_ok(v: object) -> bool:
     """A positive finite lr that does not blow up two steps. lr = 1e30 (from the pool) is a
     number, but the weights turn inf at once: train must refuse it with its divergence error,
