@@ -60,13 +60,14 @@ def written_out(q, k, v, phi=elu_plus_one, lens=None, causal=False) -> torch.Ten
     q, k, v = (t.detach().double().cpu() for t in (q, k, v))
     B, Q, _ = q.shape
     K, V = k.shape[1], v.shape[2]
+    phi_q, phi_k = phi(q), phi(k)  # (B, Q, F), (B, K, F): φ as linear_attention calls it
     out = torch.zeros(B, Q, V, dtype=torch.float64)
     for b in range(B):
         for i in range(Q):
             numerator, normaliser = torch.zeros(V, dtype=torch.float64), 0.0
             for j in range(K):
                 if sees(b, i, j, Q, K, lens, causal):
-                    kappa = float(phi(q[b, i]) @ phi(k[b, j]))
+                    kappa = float(phi_q[b, i] @ phi_k[b, j])
                     numerator += kappa * v[b, j]
                     normaliser += kappa
             if normaliser > 0:
@@ -82,7 +83,11 @@ def take_mask(B, Q, K, lens=None, causal=False) -> torch.Tensor:
 
 def vectorised(q, k, v, take, phi=elu_plus_one) -> torch.Tensor:
     """The same formula with matrices (differentiable, for gradients): weights φ(Q)φ(K)ᵀ kept
-    where ``take``, rows normalised, a row with a zero sum all zero (divided by 1, not by 0)."""
+    where ``take``, rows normalised, a row with a zero sum all zero (divided by 1, not by 0).
+    The keys and values no query sees are set to 0 first (they may hold NaN; their gradient is
+    then 0, as a key that takes no part must get)."""
+    seen = take.any(1)[..., None]  # (B, K, 1)
+    k, v = torch.where(seen, k, 0.0), torch.where(seen, v, 0.0)
     w = (phi(q) @ phi(k).mT) * take  # (B, Q, K)
     total = w.sum(-1, keepdim=True)
     return torch.where(total > 0, (w @ v) / torch.where(total > 0, total, 1.0), 0.0)

@@ -20,15 +20,12 @@ import torch.nn.functional as F
 
 from helpers import linear_attention as la
 from tests.fuzz import RULES, Case, OneOf, Spec, T, _is_int
+from tests.fuzz.specs_tiling import attend_with_grad, rand  # the same call and draws
+from tests.test_linear_attention import elu_plus_one, take_mask, vectorised, written_out  # the formulas
 
 B, Q, K, D, V = 2, 3, 5, 4, 6
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 TOL = {torch.float16: 3e-3, torch.bfloat16: 3e-2, torch.float32: 1e-5, torch.float64: 1e-10}
-
-
-def rand(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype, scale: float = 1.0) -> bool:
@@ -90,71 +87,8 @@ def _set(**changes):
     return lambda kw: kw.update(changes)
 
 
-# --------------------------------------------------------------------- reference formulas
-def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
-    """elu(x) + 1 written out: x + 1 where x > 0, eˣ elsewhere."""
-    return torch.where(x > 0, x + 1, torch.exp(x))
-
-
-def _sees(lens: Any, b: int, i: int, j: int, Qn: int, Kn: int, causal: bool) -> bool:
-    """Query i of row b sees key j: j below its valid length, and with ``causal`` j ≤ K − Q + i
-    (the query's own position, lower-right as ``causal_mask``)."""
-    if lens is not None:
-        lens = torch.as_tensor(lens)
-        if j >= int(lens[b] if lens.dim() == 1 else lens[b, i]):
-            return False
-    return not causal or j <= Kn - Qn + i
-
-
-def _take(lens: Any, Bn: int, Qn: int, Kn: int, causal: bool) -> torch.Tensor:
-    """(B, Q, K) True = query i of row b sees key j."""
-    return torch.tensor([[[_sees(lens, b, i, j, Qn, Kn, causal) for j in range(Kn)]
-                          for i in range(Qn)] for b in range(Bn)], dtype=torch.bool).reshape(Bn, Qn, Kn)
-
-
-def _written_out(q, k, v, phi, lens, causal) -> torch.Tensor:
-    """o_i = Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j query i sees, one entry
-    at a time in float64 (0 where it sees none)."""
-    q, k, v = q.double().cpu(), k.double().cpu(), v.double().cpu()
-    Bn, Qn, Kn, Vn = q.shape[0], q.shape[1], k.shape[1], v.shape[2]
-    phi_q = phi(q)
-    out = torch.zeros(Bn, Qn, Vn, dtype=torch.float64)
-    for b in range(Bn):
-        for i in range(Qn):
-            numerator, normaliser = torch.zeros(Vn, dtype=torch.float64), 0.0
-            for j in range(Kn):
-                if _sees(lens, b, i, j, Qn, Kn, causal):
-                    kappa = float(phi_q[b, i] @ phi(k[b, j][None, None])[0, 0])
-                    numerator += kappa * v[b, j]
-                    normaliser += kappa
-            if normaliser > 0:
-                out[b, i] = numerator / normaliser
-    return out
-
-
-def _vectorised(q, k, v, phi, take) -> torch.Tensor:
-    """The same with matrices, differentiable: the keys no query sees set to 0 first (their
-    gradient is then 0, as a key that takes no part must get)."""
-    seen = take.any(1)[..., None]  # (B, K, 1)
-    k, v = torch.where(seen, k, 0.0), torch.where(seen, v, 0.0)
-    w = (phi(q) @ phi(k).mT) * take  # (B, Q, K)
-    total = w.sum(-1, keepdim=True)
-    return torch.where(total > 0, (w @ v) / torch.where(total > 0, total, 1.0), 0.0)
-
-
-def _attend_with_grad(**kw):
-    """linear_attention on fresh copies of the tensors that can take a gradient (floating, not
-    meta), and their gradients for a fixed random dO: (output, (dQ, dK, dV))."""
-    args = {}
-    for name in ("queries", "keys", "values"):
-        x = kw.get(name)
-        ok = isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type != "meta"
-        args[name] = x.detach().clone().requires_grad_() if ok else x
-    out = la.linear_attention(**{**kw, **args})
-    leaves = [args[n] for n in ("queries", "keys", "values")]
-    d_out = rand(*out.shape, seed=9, dtype=out.dtype)
-    grads = torch.autograd.grad(out, leaves, d_out, allow_unused=True)
-    return out.detach(), tuple(torch.zeros_like(x) if g is None else g for g, x in zip(grads, leaves))
+# ------------------------------------------ reference formulas: tests/test_linear_attention.py
+_attend_with_grad = attend_with_grad(la.linear_attention)
 
 
 def _attention_check(result, kw, phi=elu_plus_one) -> bool:
@@ -164,12 +98,12 @@ def _attention_check(result, kw, phi=elu_plus_one) -> bool:
     q, k, v = (kw[n] for n in ("queries", "keys", "values"))
     lens, causal = kw.get("valid_lens"), bool(kw.get("causal", False))
     dtype = q.dtype
-    expected = _written_out(q, k, v, phi, lens, causal)
+    expected = written_out(q, k, v, phi, lens, causal)
     if not (out.dtype == dtype and _close(out, expected, dtype) and bool(torch.isfinite(out).all())):
         return False
-    take = _take(lens, q.shape[0], q.shape[1], k.shape[1], causal)
+    take = take_mask(q.shape[0], q.shape[1], k.shape[1], lens, causal)
     leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    ref = _vectorised(*leaves, phi, take)
+    ref = vectorised(*leaves, take, phi)
     d_out = rand(*ref.shape, seed=9, dtype=dtype).double()
     expected_grads = torch.autograd.grad(ref, leaves, d_out, allow_unused=True)
     unseen = ~take.any(1)  # (B, K)
@@ -194,7 +128,7 @@ def _softmax_check(result, kw) -> bool:
     """With the exponential kernel's features of x / D^¼, SDPA with the same boolean mask."""
     out, _ = result
     q, k, v = (kw[n] for n in ("queries", "keys", "values"))
-    take = _take(kw.get("valid_lens"), q.shape[0], q.shape[1], k.shape[1], bool(kw.get("causal")))
+    take = take_mask(q.shape[0], q.shape[1], k.shape[1], kw.get("valid_lens"), bool(kw.get("causal")))
     sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=take)
     return bool(take.any(-1).all()) and _close(out, sdpa, torch.float64)
 
@@ -233,9 +167,9 @@ def _projection_check(out, kw) -> bool:
 
 
 def _prefix_check(out, kw) -> bool:
-    """How many keys each query sees, counted from ``_sees``; and they are a prefix."""
+    """How many keys each query sees, counted from ``sees``; and they are a prefix."""
     Bn, Qn, Kn = (int(kw[n]) for n in ("batch", "queries", "keys"))
-    take = _take(kw["valid_lens"], Bn, Qn, Kn, bool(kw["causal"]))
+    take = take_mask(Bn, Qn, Kn, kw["valid_lens"], bool(kw["causal"]))
     want = torch.device("cpu") if kw["device"] is None else torch.device(kw["device"])
     return (out.dtype == torch.long and out.device.type == want.type
             and torch.equal(out.cpu(), take.sum(-1))

@@ -161,18 +161,27 @@ def _fit_check(out, kw) -> bool:
 
 
 # ------------------------------------------------------------------------ tiled attention
-def _attend_with_grad(**kw):
-    """tiled_attention on fresh copies of the tensors that can take a gradient (floating, not
-    meta), and their gradients for a fixed random dO: (output, (dQ, dK, dV))."""
-    args = {}
-    for name in ("queries", "keys", "values"):
-        x = kw.get(name)
-        ok = isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type != "meta"
-        args[name] = x.detach().clone().requires_grad_() if ok else x
-    out = tiling.tiled_attention(**{**kw, **args})
-    leaves = [args[n] for n in ("queries", "keys", "values")]
-    d_out = rand(*out.shape, seed=9, dtype=out.dtype)
-    return out.detach(), torch.autograd.grad(out, leaves, d_out)
+def attend_with_grad(attend):
+    """A call for a spec: ``attend(**kw)`` on fresh copies of the tensors that can take a
+    gradient (floating, not meta), and their gradients for a fixed random dO: (output, (dQ, dK,
+    dV)); a tensor the output does not depend on gets a zero gradient. Shared by the specs of
+    tiled_attention and linear_attention."""
+    def call(**kw):
+        args = {}
+        for name in ("queries", "keys", "values"):
+            x = kw.get(name)
+            ok = isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type != "meta"
+            args[name] = x.detach().clone().requires_grad_() if ok else x
+        out = attend(**{**kw, **args})
+        leaves = [args[n] for n in ("queries", "keys", "values")]
+        d_out = rand(*out.shape, seed=9, dtype=out.dtype)
+        grads = torch.autograd.grad(out, leaves, d_out, allow_unused=True)
+        return out.detach(), tuple(torch.zeros_like(x) if g is None else g
+                                   for g, x in zip(grads, leaves))
+    return call
+
+
+_attend_with_grad = attend_with_grad(tiling.tiled_attention)
 
 
 def _reference(q, k, v, causal):

@@ -10,14 +10,14 @@ import math
 import numbers
 from dataclasses import dataclass
 
-import ipywidgets as widgets
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
 from helpers.widgets import linear as lw
-from helpers.widgets.page import PageView
 from tests.fuzz import Case, Int, Spec
+from tests.fuzz.specs_widgets_a import _control, _foreign, _is_view  # the same helpers
+from tests.test_widgets_linear import rf_weights_by_hand, softmax_by_hand  # the formulas written out
 
 T = len(lw.KEY_NAMES)
 FIG = lambda v: v is None or isinstance(v, Figure)  # noqa: E731  a draw function's ``fig``
@@ -34,22 +34,6 @@ class Choice:
 
     def extra_values(self) -> list[tuple[str, object]]:
         return [(repr(c), c) for c in self.choices] + [("3", 3), ("16.0", 16.0), ("2048", 2048)]
-
-
-def _foreign() -> Figure:
-    """A Figure no view drew: a draw function must clear it and draw its own."""
-    fig = Figure()
-    fig.subplots(2, 2)
-    return fig
-
-
-def _is_view(out: object) -> bool:
-    return isinstance(out, PageView) and isinstance(out.result, Figure)
-
-
-def _control(view: PageView, description: str) -> widgets.Widget:
-    (found,) = [c for c in view.children if getattr(c, "description", None) == description]
-    return found
 
 
 # ------------------------------------------------------------------ the states view
@@ -122,54 +106,33 @@ STATES = [
 
 
 # ------------------------------------------------------------------ the features view
-def _softmax() -> np.ndarray:
-    q, k, _ = (t.numpy() for t in lw.softmax_example())
-    s = q @ k.T / math.sqrt(q.shape[1])
-    e = np.exp(s - s.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _rf_weights(num_features: int, seed: int) -> np.ndarray:
-    q, k, _ = (t.numpy() for t in lw.softmax_example())
-    d = q.shape[1]
-    W = torch.randn(int(num_features), d, generator=torch.Generator().manual_seed(int(seed)),
-                    dtype=torch.float64).numpy()  # (F, D), as random_projection draws it
-
-    def phi(x: np.ndarray) -> np.ndarray:
-        x = x / d ** 0.25
-        return np.exp(x @ W.T - (x * x).sum(axis=1, keepdims=True) / 2) / math.sqrt(W.shape[0])
-
-    kernel = phi(q) @ phi(k).T
-    return kernel / kernel.sum(axis=1, keepdims=True)
-
-
 def _softmax_example_right(out, kw) -> bool:
     q, k, w = out
     return (q.shape == k.shape == (8, 4) and w.dtype == torch.float64
-            and np.allclose(w.numpy(), _softmax(), atol=1e-12))
+            and np.allclose(w.numpy(), softmax_by_hand(), atol=1e-12))
 
 
 def _rf_right(out: torch.Tensor, kw: dict) -> bool:
     return (out.dtype == torch.float64 and out.shape == (8, 8)
-            and np.allclose(out.numpy(), _rf_weights(kw["num_features"], kw["seed"]), rtol=1e-10))
+            and np.allclose(out.numpy(), rf_weights_by_hand(int(kw["num_features"]), int(kw["seed"])), rtol=1e-10))
 
 
 def _rf_errors_right(out: torch.Tensor, kw: dict) -> bool:
-    exact = _softmax()
+    exact = softmax_by_hand()
     return (out.shape == (len(lw.FEATURE_COUNTS), lw.NUM_SEEDS) and all(
-        math.isclose(out[i, s].item(), np.abs(_rf_weights(n, s) - exact).mean(), rel_tol=1e-10)
+        math.isclose(out[i, s].item(), np.abs(rf_weights_by_hand(int(n), int(s)) - exact).mean(), rel_tol=1e-10)
         for i, n in enumerate(lw.FEATURE_COUNTS) for s in (0, lw.NUM_SEEDS - 1)))
 
 
 def _features_figure_right(fig: Figure, kw: dict) -> bool:
     n = int(kw["num_features"])
     maps = [np.asarray(ax.images[0].get_array()) for ax in fig.axes if ax.images]
-    estimate = _rf_weights(n, 0)
+    estimate = rf_weights_by_hand(int(n), 0)
     (dot,) = [line for line in fig.axes[-1].lines if line.get_gid() == "current"]
-    return (len(maps) == 2 and np.allclose(maps[0], _softmax(), atol=1e-12)
+    return (len(maps) == 2 and np.allclose(maps[0], softmax_by_hand(), atol=1e-12)
             and np.allclose(maps[1], estimate, rtol=1e-10)
             and list(dot.get_xdata()) == [n]
-            and math.isclose(dot.get_ydata()[0], np.abs(estimate - _softmax()).mean(), rel_tol=1e-10))
+            and math.isclose(dot.get_ydata()[0], np.abs(estimate - softmax_by_hand()).mean(), rel_tol=1e-10))
 
 
 FEATURES = [
