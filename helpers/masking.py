@@ -200,7 +200,8 @@ def masked_softmax(X: torch.Tensor, valid_lens: ValidLens = None) -> torch.Tenso
 
 
 def causal_mask(
-    num_queries: int, num_keys: int, device: torch.device | str | None = None,
+    num_queries: int, num_keys: int, device: torch.device | str | None = None, *,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Boolean (Q, K) mask of causal attention (因果掩码), ``True`` = takes part, aligned
     **lower-right**: the Q queries are the *last* Q of the K positions, so query i sits at
@@ -211,29 +212,40 @@ def causal_mask(
     ``F.scaled_dot_product_attention(is_causal=True)`` aligns the triangle **top-left**
     instead (query i sees keys j ≤ i): the same when Q = K, different when Q ≠ K
     (``torch.nn.attention.bias.causal_lower_right`` is PyTorch's lower-right variant).
+
+    ``window=W`` (an int ≥ 1; None: no window) is sliding-window attention (滑动窗口注意力): query
+    i also sees only the W most recent positions, itself included, the keys
+    K − Q + i − W < j ≤ K − Q + i: a band of width W below the diagonal (Mistral's
+    ``sliding_window``). W ≥ K hides nothing more than the plain causal mask.
     """
     num_queries = check_positive_int("num_queries", num_queries)
     num_keys = check_positive_int("num_keys", num_keys)
+    if window is not None:
+        window = check_positive_int("window", window)
     device = as_usable_device("device", device)
     queries = torch.arange(num_queries, device=device)[:, None]  # (Q, 1)
     keys = torch.arange(num_keys, device=device)[None, :]  # (1, K)
-    return keys <= queries + (num_keys - num_queries)  # (Q, K)
+    back = queries + (num_keys - num_queries) - keys  # (Q, K): how far key j lies behind query i
+    return (back >= 0) if window is None else (back >= 0) & (back < window)  # (Q, K)
 
 
 def attention_hidden(
     valid_lens: ValidLens, batch: int, queries: int, keys: int, device: torch.device,
-    *, causal: bool = False,
+    *, causal: bool = False, window: int | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """``(hidden, empty)`` for valid lengths and/or the causal mask together: a key is hidden
-    (True = masked *out*) when it lies past the valid length **or** in the query's future.
-    ``hidden`` is (B, 1 or Q, K), (Q, K) or None (nothing hidden); ``empty`` as in
+    (True = masked *out*) when it lies past the valid length **or** in the query's future
+    (**or**, with ``window``, W or more positions behind it: ``causal_mask``'s band; only with
+    ``causal``). ``hidden`` is (B, 1 or Q, K), (Q, K) or None (nothing hidden); ``empty`` as in
     ``lens_hidden``: (..., Q, 1) rows where every key is hidden, or None when there are none."""
     hidden = empty = None
     if valid_lens is not None:
         hidden, empty = lens_hidden(valid_lens, batch, queries, keys, device)
-    if causal and queries > 1 and keys > 0:  # one query (the last position) sees every key;
-        # with K = 0 there is nothing to hide: every row is empty, its output all zeros
-        future = ~causal_mask(queries, keys, device)  # (Q, K)
+    banded = window is not None and window < keys
+    if causal and (queries > 1 or banded) and keys > 0:  # one query (the last position) sees
+        # every key unless a window hides the oldest; with K = 0 there is nothing to hide:
+        # every row is empty, its output all zeros
+        future = ~causal_mask(queries, keys, device, window=window if banded else None)  # (Q, K)
         hidden = future if hidden is None else hidden | future  # (B, Q, K) or (Q, K)
         empty = hidden.all(dim=-1, keepdim=True)  # (..., Q, 1)
         empty = empty if bool(empty.any()) else None

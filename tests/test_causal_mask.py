@@ -133,3 +133,25 @@ def test_causal_inputs_are_not_modified():
     before = [t.clone() for t in (q, k, v)]
     DotProductAttention()(q, k, v, torch.tensor([2]), causal=True)
     assert all(torch.equal(a, b) for a, b in zip(before, (q, k, v)))
+
+
+@pytest.mark.parametrize("Q, K", [(1, 1), (4, 4), (3, 7), (1, 5), (6, 4)])
+@pytest.mark.parametrize("window", [1, 2, 3, 100])
+def test_windowed_causal_mask_is_a_lower_right_band(device, Q, K, window):
+    """Query i sits at position K − Q + i and sees the W positions up to its own, written out."""
+    mask = causal_mask(Q, K, device, window=window)
+    want = torch.tensor([[0 <= (K - Q + i) - j < window for j in range(K)] for i in range(Q)])
+    assert mask.device.type == device.type
+    assert torch.equal(mask.cpu(), want)
+    assert torch.equal(mask.cpu(), mask.cpu() & causal_mask(Q, K))  # never more than causal
+
+
+def test_window_as_wide_as_the_keys_is_plain_causal():
+    assert torch.equal(causal_mask(5, 9, window=9), causal_mask(5, 9))
+    assert int(causal_mask(6, 6, window=2).sum(dim=-1).max()) == 2  # at most W keys a query
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True, "2"])
+def test_causal_mask_rejects_a_bad_window(bad):
+    with pytest.raises(ValueError, match="window"):
+        causal_mask(3, 3, window=bad)

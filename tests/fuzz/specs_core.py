@@ -247,9 +247,11 @@ def lens_take(lens: Any, batch: int, queries: int, keys: int) -> torch.Tensor:
     return take
 
 
-def causal_take(queries: int, keys: int) -> torch.Tensor:
-    """(Q, K) lower-right causal: query i sees key j when j <= i + K - Q."""
-    return torch.tensor([[j <= i + keys - queries for j in range(keys)] for i in range(queries)],
+def causal_take(queries: int, keys: int, window: int | None = None) -> torch.Tensor:
+    """(Q, K) lower-right causal: query i sees key j when j <= i + K - Q (and, with a window W,
+    when i + K - Q - j < W)."""
+    return torch.tensor([[0 <= i + keys - queries - j < (window or keys + queries + 1)
+                          for j in range(keys)] for i in range(queries)],
                         dtype=torch.bool).reshape(queries, keys)
 
 
@@ -508,7 +510,7 @@ def _softmax_mask_check(out, kw) -> bool:
 def _causal_check(out, kw) -> bool:
     want = torch.device("cpu") if kw["device"] is None else _device_of(kw["device"])
     return out.dtype == torch.bool and out.device.type == want.type and torch.equal(
-        out.cpu(), causal_take(kw["num_queries"], kw["num_keys"]))
+        out.cpu(), causal_take(kw["num_queries"], kw["num_keys"], kw["window"]))
 
 
 MASKING_SPECS: list[Spec] = [
@@ -552,8 +554,9 @@ MASKING_SPECS: list[Spec] = [
          bad=[Case("mask-(Q,K+1)", lambda kw: kw.update(mask=torch.ones(Q, K + 1, dtype=torch.bool)),
                    r"mask must broadcast")]),
     Spec("helpers.masking.causal_mask", call=masking.causal_mask,
-         good=lambda: dict(num_queries=Q, num_keys=K, device=None),
-         rules={"num_queries": "size", "num_keys": "size", "device": Device(optional=True)},
+         good=lambda: dict(num_queries=Q, num_keys=K, device=None, window=2),
+         rules={"num_queries": "size", "num_keys": "size", "device": Device(optional=True),
+                "window": "size or None"},
          check=_causal_check),
 ]
 
