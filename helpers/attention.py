@@ -2,7 +2,8 @@
 
 Legend: B batch, Q queries, K key-value pairs, D query/key size, V value size, N num_hiddens
 (the additive scorer's hidden units).
-Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys; boolean masks use
+Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys; ``causal`` and its
+sliding ``window`` hide keys as ``causal_mask`` does (lower-right); boolean masks use
 ``True`` = takes part (as ``F.scaled_dot_product_attention`` does).
 """
 
@@ -125,9 +126,13 @@ class DotProductAttention(nn.Module):
     """Scaled dot-product attention (缩放点积注意力): queries and keys share the size D.
 
     ``forward(queries (B, Q, D), keys (B, K, D), values (B, K, V), valid_lens=None)`` → (B, Q, V).
-    With ``causal=True`` a key also takes part only if it is not in the query's future
-    (``causal_mask``: lower-right aligned, so Q < K works with cached keys).
-    Keys past every query's valid length change nothing, even holding NaN or inf.
+    Mask convention (as ``causal_mask``'s True = takes part): a key takes part only if it lies
+    within the query's valid length (``valid_lens`` (B,) or (B, Q)) **and**, with
+    ``causal=True``, not in the query's future (lower-right aligned, so Q < K works with cached
+    keys) **and**, with ``window=W`` (an int ≥ 1, only with ``causal=True``), fewer than W
+    positions behind it: sliding-window attention, query i sees keys K − Q + i − W < j ≤ K − Q + i.
+    A query that sees no key gets all-zero weights and output, never NaN.
+    Keys that no query may see change nothing, even holding NaN or inf.
     The weights of the last call are kept in ``attention_weights`` (B, Q, K), or None when
     called with ``need_weights=False`` (then PyTorch's fused SDPA does the work).
     """
@@ -140,19 +145,25 @@ class DotProductAttention(nn.Module):
     def forward(
         self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
         valid_lens: ValidLens = None, *, need_weights: bool = True, causal: bool = False,
+        window: int | None = None,
     ) -> torch.Tensor:
         check_qkv(queries, keys, values, same_qk_size=True)
         check_bool("need_weights", need_weights)
         check_bool("causal", causal)
+        window = check_window(window, causal)
         B, Q, _ = queries.shape
         K = keys.shape[1]
-        is_causal = causal and valid_lens is None and Q == K and not need_weights
+        banded = window is not None and window < K and Q > 0  # the window hides some key
+        is_causal = causal and not banded and valid_lens is None and Q == K and not need_weights
         hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
-                                         causal=causal and not is_causal)
+                                         causal=causal and not is_causal,
+                                         window=window if banded else None)
         p = self.dropout.p if self.training else 0.0
+        clean = valid_lens is None and not banded  # causal alone hides no key from every
+        # query (key j is seen from position j on); a window may (its keys are zeroed then)
         out, self.attention_weights = attend(
             queries, keys, values, hidden, empty, dropout_p=p, need_weights=need_weights,
-            is_causal=is_causal, clean=valid_lens is None)  # the causal mask hides no key from all
+            is_causal=is_causal, clean=clean)
         return out
 
 
@@ -205,6 +216,18 @@ class AdditiveAttention(nn.Module):
         check_size("batch size of keys (B)", queries.shape[0], keys.shape[0])
         check_size("feature size of queries (query_size)", self.W_q.in_features, queries.shape[-1])
         check_size("feature size of keys (key_size)", self.W_k.in_features, keys.shape[-1])
+
+
+def check_window(window: object, causal: bool) -> int | None:
+    """Return ``window`` as an int (None stays None); raise unless it is None or an int ≥ 1
+    given together with ``causal=True`` (a sliding window is a band of the causal mask)."""
+    if window is None:
+        return None
+    window = check_positive_int("window", window)
+    if not causal:
+        raise ValueError(f"window must come with causal=True (a sliding window needs "
+                         f"causal=True), got causal={causal!r} with window={window}")
+    return window
 
 
 def check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,

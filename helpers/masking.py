@@ -242,7 +242,7 @@ def attention_hidden(
     if valid_lens is not None:
         hidden, empty = lens_hidden(valid_lens, batch, queries, keys, device)
     banded = window is not None and window < keys
-    if causal and (queries > 1 or banded) and keys > 0:  # one query (the last position) sees
+    if causal and (queries > 1 or banded and queries) and keys > 0:  # one query (the last) sees
         # every key unless a window hides the oldest; with K = 0 there is nothing to hide:
         # every row is empty, its output all zeros
         future = ~causal_mask(queries, keys, device, window=window if banded else None)  # (Q, K)

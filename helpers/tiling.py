@@ -4,9 +4,11 @@ score matrix; the traffic to and from a GPU's main memory (HBM) that tiling save
 the bytes a call allocates, to show it; and a rule that sizes a GPU run to its free memory.
 
 Legend: ... any leading (batch, head) dims, Q queries, K key-value pairs, D query/key size,
-V value size, b block size. Mask convention: ``causal=True`` hides every key in a query's
-future, aligned lower-right as ``causal_mask`` (query i sees keys j ≤ i + K − Q; True = takes
-part). A query that sees no key at all gets an all-zero output, never NaN.
+V value size, b block size, W window. Mask convention: ``causal=True`` hides every key in a
+query's future, aligned lower-right as ``causal_mask`` (query i sees keys j ≤ i + K − Q; True =
+takes part); ``window=W`` (only with ``causal``) also hides the keys W or more positions behind
+it (sliding-window attention: keys i + K − Q − W < j ≤ i + K − Q). A query that sees no key at
+all gets an all-zero output, never NaN.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
+from .attention import check_window
 from .checks import (
     as_device, as_usable_device, broadcast_shape, check_bool, check_floating, check_holds_data,
     check_int, check_like, check_positive_int, check_qk_size, check_real, check_size,
@@ -175,35 +178,48 @@ def _block_bounds(n: int, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def tile_kinds(
     num_queries: int, num_keys: int, block_size: int, *, causal: bool = False,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Which (query block, key block) tiles attention must compute: an int tensor
     (⌈Q/b⌉, ⌈K/b⌉) of ``FULL`` (every key of the tile visible to every query of it),
     ``PARTIAL`` (some hidden: computed, then masked) or ``SKIPPED`` (all hidden: never computed).
-    Without ``causal`` every tile is FULL; with it, query i sees keys j ≤ i + K − Q."""
+    Without ``causal`` every tile is FULL; with it, query i sees keys j ≤ i + K − Q, and with
+    ``window=W`` (an int ≥ 1, only with ``causal``) only those with j > i + K − Q − W: the tiles
+    of a band, about ⌈W/b⌉ + 1 per query block, however long the sequence."""
     for name, value in (("num_queries", num_queries), ("num_keys", num_keys),
                         ("block_size", block_size)):
         check_positive_int(name, value)
     check_bool("causal", causal)
+    window = check_window(window, causal)
     q_first, q_last = _block_bounds(num_queries, block_size)
     k_first, k_last = _block_bounds(num_keys, block_size)
     if not causal:
         return torch.full((len(q_first), len(k_first)), FULL)
     offset = num_keys - num_queries
-    full = k_last[None, :] <= q_first[:, None] + offset  # even the block's first query sees all
-    skipped = k_first[None, :] > q_last[:, None] + offset  # even its last query sees none
+    # how far key j lies behind query i, i + offset − j, ranges over one tile from `nearest`
+    # (its last key behind its first query) to `farthest` (its first key behind its last query)
+    nearest = q_first[:, None] + offset - k_last[None, :]  # (⌈Q/b⌉, ⌈K/b⌉)
+    farthest = q_last[:, None] + offset - k_first[None, :]  # (⌈Q/b⌉, ⌈K/b⌉)
+    full = nearest >= 0  # even the block's first query sees the tile's last key
+    skipped = farthest < 0  # even its last query sees none: all in the future
+    if window is not None:
+        full &= farthest < window  # even its last query still sees the tile's first key
+        skipped |= nearest >= window  # even its first query sees none: all too far behind
     return torch.where(full, FULL, torch.where(skipped, SKIPPED, PARTIAL))  # (⌈Q/b⌉, ⌈K/b⌉)
 
 
 def tile_flops(
     num_queries: int, num_keys: int, block_size: int, qk_size: int, value_size: int, *,
-    causal: bool = False,
+    causal: bool = False, window: int | None = None,
 ) -> tuple[int, int]:
     """(FLOPs of the tiles computed, FLOPs of all tiles): each tile of bq queries and bk keys
     costs 2·bq·bk·D for its scores Q Kᵀ and 2·bq·bk·V for P·V (one multiply and one add each).
-    All tiles is what attention without tiling computes, causal or not."""
+    All tiles is what attention without tiling computes, causal or not. ``causal`` and
+    ``window`` as in ``tile_kinds``: with a fixed window the tiles computed grow linearly with
+    the length, all tiles quadratically."""
     qk_size = check_positive_int("qk_size", qk_size)
     value_size = check_positive_int("value_size", value_size)
-    kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal)
+    kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal, window=window)
     q_first, q_last = _block_bounds(num_queries, block_size)
     k_first, k_last = _block_bounds(num_keys, block_size)
     sizes = (q_last - q_first + 1)[:, None] * (k_last - k_first + 1)[None, :]  # (⌈Q/b⌉, ⌈K/b⌉)
@@ -213,7 +229,7 @@ def tile_flops(
 
 def hbm_accesses(
     num_queries: int, num_keys: int, block_size: int, qk_size: int, value_size: int, *,
-    causal: bool = False,
+    causal: bool = False, window: int | None = None,
 ) -> tuple[int, int]:
     """(standard, tiled): how many numbers attention reads from or writes to a GPU's main
     memory (HBM), the quantity FlashAttention's tiling reduces (Dao et al. 2022, Theorem 2).
@@ -225,10 +241,12 @@ def hbm_accesses(
     once and write its output once, and read the key and value block of every tile computed
     (skipped tiles read nothing): Q·D + Q·V + Σ over computed tiles bk·(D + V). With M numbers
     of on-chip memory, blocks of b ≈ M / (4·D) rows and Q = K = L this is Θ(L²·D² / M).
-    The log-sum-exp a training forward also writes (one number per query) is not counted."""
+    The log-sum-exp a training forward also writes (one number per query) is not counted.
+    ``causal`` and ``window`` as in ``tile_kinds`` (the standard count is the same with them)."""
     qk_size = check_positive_int("qk_size", qk_size)
     value_size = check_positive_int("value_size", value_size)
-    kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal)  # (⌈Q/b⌉, ⌈K/b⌉)
+    kinds = tile_kinds(num_queries, num_keys, block_size, causal=causal,
+                       window=window)  # (⌈Q/b⌉, ⌈K/b⌉)
     Q, K = int(num_queries), int(num_keys)
     standard = Q * qk_size + K * qk_size + 4 * Q * K + K * value_size + Q * value_size
     k_first, k_last = _block_bounds(K, int(block_size))
@@ -237,13 +255,15 @@ def hbm_accesses(
     return standard, tiled
 
 
-def _tile_visible(q0: int, q1: int, k0: int, k1: int, offset: int,
+def _tile_visible(q0: int, q1: int, k0: int, k1: int, offset: int, window: int | None,
                   device: torch.device) -> torch.Tensor:
     """Boolean (q1 − q0, k1 − k0), True = takes part: key j visible to query i iff
-    j ≤ i + offset, for the queries q0 … q1 − 1 and keys k0 … k1 − 1 of one tile."""
+    0 ≤ i + offset − j (< ``window`` when one is given), for the queries q0 … q1 − 1 and keys
+    k0 … k1 − 1 of one tile."""
     queries = torch.arange(q0, q1, device=device)[:, None]  # (bq, 1)
     keys = torch.arange(k0, k1, device=device)[None, :]  # (1, bk)
-    return keys <= queries + offset  # (bq, bk)
+    behind = queries + offset - keys  # (bq, bk): how far key j lies behind query i
+    return (behind >= 0) if window is None else (behind >= 0) & (behind < window)  # (bq, bk)
 
 
 # --------------------------------------------------------------------- tiled attention
@@ -271,7 +291,7 @@ def _check_inputs(queries: object, keys: object, values: object, block_size: obj
 
 def tiled_attention(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
-    block_size: int = 64, causal: bool = False,
+    block_size: int = 64, causal: bool = False, window: int | None = None,
 ) -> torch.Tensor:
     """softmax(Q Kᵀ / √D) V, computed one (query block, key block) tile at a time with the
     online softmax, as FlashAttention does: no (Q, K) matrix is ever held, at most a
@@ -281,26 +301,32 @@ def tiled_attention(
     broadcastable → (..., Q, V) in the inputs' dtype. Any Q, K and ``block_size`` ≥ 1 (the
     last block of a row or column may be shorter). float16 / bfloat16 are accumulated in
     float32. ``causal``: lower-right aligned as ``causal_mask`` (True = takes part); tiles
-    whose keys are all in the future are skipped, not computed; a query that sees no key
-    (the first Q − K ones when Q > K) gets zeros, and a zero gradient. The inputs are never
-    modified. When an input requires grad, autograd keeps only the inputs, the output and one
-    log-sum-exp per query (not every tile): the backward recomputes the tiles
-    (``_tiled_backward``, FlashAttention's). That backward is itself made of differentiable
-    ops, so double backward (``create_graph=True``, e.g. a gradient penalty) and ``torch.func``
-    (``grad``, ``jacrev``, ``vmap``) work; the graph such a first gradient builds holds its tiles.
+    whose keys are all in the future are skipped, not computed. ``window=W`` (an int ≥ 1, only
+    with ``causal``): sliding-window attention, query i sees only the keys
+    i + K − Q − W < j ≤ i + K − Q, and tiles whose keys are all too far behind are skipped
+    too, forward and backward: about ⌈W/b⌉ + 1 tiles per query block, a cost linear in the
+    length. A query that sees no key (the first Q − K ones when Q > K) gets zeros, and a zero
+    gradient. The inputs are never modified. When an input requires grad, autograd keeps only
+    the inputs, the output and one log-sum-exp per query (not every tile): the backward
+    recomputes the tiles (``_tiled_backward``, FlashAttention's). That backward is itself made
+    of differentiable ops, so double backward (``create_graph=True``, e.g. a gradient penalty)
+    and ``torch.func`` (``grad``, ``jacrev``, ``vmap``) work; the graph such a first gradient
+    builds holds its tiles.
     Forward mode (``jvp``, ``jacfwd``) differentiates the plain loop when no input requires grad;
     it has no rule of its own, so ``torch.func.hessian`` raises PyTorch's NotImplementedError.
     """
     _check_inputs(queries, keys, values, block_size)
     check_bool("causal", causal)
+    window = check_window(window, causal)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (queries, keys, values)):
-        return _TiledAttention.apply(queries, keys, values, int(block_size), bool(causal))[0]
-    return _tiled_forward(queries, keys, values, int(block_size), bool(causal))[0]
+        return _TiledAttention.apply(queries, keys, values, int(block_size), bool(causal),
+                                     window)[0]
+    return _tiled_forward(queries, keys, values, int(block_size), bool(causal), window)[0]
 
 
 def _tiled_forward(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, block_size: int,
-    causal: bool, *, keep_lse: bool = False,
+    causal: bool, window: int | None = None, *, keep_lse: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The tiled loop: the output (..., Q, V) in the inputs' dtype and, with ``keep_lse`` (for
     the backward), each query's log-sum-exp of its scores, m + log ℓ (..., Q, 1) in the
@@ -316,7 +342,8 @@ def _tiled_forward(
         lse = (torch.full((*lead, Q, 1), math.inf, dtype=work, device=queries.device)
                if keep_lse else None)  # (..., Q, 1)
         return out, lse
-    kinds = tile_kinds(Q, K, block_size, causal=causal).tolist()  # (⌈Q/b⌉, ⌈K/b⌉): tiny
+    kinds = tile_kinds(Q, K, block_size, causal=causal,
+                       window=window).tolist()  # (⌈Q/b⌉, ⌈K/b⌉): tiny
     out = _buffer(queries, keys, values, values.shape[-1], 0.0, queries.dtype)  # (..., Q, V)
     lse = _buffer(queries, keys, values, 1, math.inf, work) if keep_lse else None  # (..., Q, 1)
     for i, q0 in enumerate(range(0, Q, block_size)):
@@ -326,11 +353,12 @@ def _tiled_forward(
                                      device=queries.device)
         for j, k0 in enumerate(range(0, K, block_size)):
             if kinds[i][j] == SKIPPED:
-                continue  # every key of this tile is in every query's future
+                continue  # every key of this tile is in every query's future, or too far behind
             k1 = min(k0 + block_size, K)
             scores = q @ keys[..., k0:k1, :].to(work).transpose(-2, -1)  # (..., bq, bk)
             if kinds[i][j] == PARTIAL:
-                visible = _tile_visible(q0, q1, k0, k1, K - Q, queries.device)  # (bq, bk)
+                visible = _tile_visible(q0, q1, k0, k1, K - Q, window,
+                                        queries.device)  # (bq, bk)
                 scores = scores.masked_fill(~visible, -math.inf)
             state = _online_softmax_update(state, scores, values[..., k0:k1, :].to(work))
         out[..., q0:q1, :] = online_softmax_result(state)  # (..., bq, V), cast to the dtype
@@ -362,21 +390,21 @@ class _TiledAttention(torch.autograd.Function):
     generate_vmap_rule = True  # vmap runs forward and backward on batched tensors as they are
 
     @staticmethod
-    def forward(queries, keys, values, block_size, causal):  # runs without grad
-        return _tiled_forward(queries, keys, values, block_size, causal, keep_lse=True)
+    def forward(queries, keys, values, block_size, causal, window):  # runs without grad
+        return _tiled_forward(queries, keys, values, block_size, causal, window, keep_lse=True)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        queries, keys, values, block_size, causal = inputs
+        queries, keys, values, block_size, causal, window = inputs
         ctx.save_for_backward(queries, keys, values, *output)  # q, k, v, out, lse
-        ctx.block_size, ctx.causal = block_size, causal
+        ctx.block_size, ctx.causal, ctx.window = block_size, causal, window
 
     @staticmethod
     def backward(ctx, grad_out, grad_lse):  # differentiable ops only: double backward works
         grads = _tiled_backward(*ctx.saved_tensors, grad_out, ctx.block_size, ctx.causal,
-                                grad_lse=grad_lse)
+                                ctx.window, grad_lse=grad_lse)
         return (*(g if needed else None for g, needed in zip(grads, ctx.needs_input_grad)),
-                None, None)  # nothing for block_size and causal
+                None, None, None)  # nothing for block_size, causal and window
 
 
 def _plus(total: torch.Tensor | None, term: torch.Tensor) -> torch.Tensor:
@@ -387,8 +415,8 @@ def _plus(total: torch.Tensor | None, term: torch.Tensor) -> torch.Tensor:
 
 def _tiled_backward(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, out: torch.Tensor,
-    lse: torch.Tensor, grad_out: torch.Tensor, block_size: int, causal: bool, *,
-    grad_lse: torch.Tensor | None = None,
+    lse: torch.Tensor, grad_out: torch.Tensor, block_size: int, causal: bool,
+    window: int | None = None, *, grad_lse: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """FlashAttention's backward (Dao et al. 2022, Algorithm 2, in FlashAttention-2's form):
     no (Q, K) matrix either. Each tile's weights are recomputed from the saved log-sum-exp,
@@ -400,11 +428,12 @@ def _tiled_backward(
 
     where dlse = ``grad_lse`` (..., Q, 1), the gradient reaching the log-sum-exp (only in a
     double backward; ∂lse/∂S = P, so it joins D). Key blocks outside, query blocks inside
-    (FlashAttention-2's order: a GPU kernel keeps dK_k and dV_k on chip). SKIPPED tiles are
-    skipped, PARTIAL ones masked (P = 0 there). A query that sees no key has lse = +inf, so
-    P = 0 and zero gradients. Sums are built out of place (no buffer written in place, nothing
-    detached), so that this function is itself differentiable and vmappable. Returns dQ, dK,
-    dV, each summed over the leading dims its input was broadcast along, in the inputs' dtype.
+    (FlashAttention-2's order: a GPU kernel keeps dK_k and dV_k on chip). SKIPPED tiles (in
+    the future, or beyond the ``window``) are skipped, PARTIAL ones masked (P = 0 there). A
+    query that sees no key has lse = +inf, so P = 0 and zero gradients. Sums are built out of
+    place (no buffer written in place, nothing detached), so that this function is itself
+    differentiable and vmappable. Returns dQ, dK, dV, each summed over the leading dims its
+    input was broadcast along, in the inputs' dtype.
     """
     Q, K = queries.shape[-2], keys.shape[-2]
     work = torch.float32 if queries.dtype in HALF else queries.dtype  # accumulation dtype
@@ -414,7 +443,8 @@ def _tiled_backward(
     if Q == 0 or K == 0:
         d_q, d_k, d_v = zeros(Q, queries), zeros(K, keys), zeros(K, values)
     else:
-        kinds = tile_kinds(Q, K, block_size, causal=causal).tolist()  # (⌈Q/b⌉, ⌈K/b⌉)
+        kinds = tile_kinds(Q, K, block_size, causal=causal,
+                           window=window).tolist()  # (⌈Q/b⌉, ⌈K/b⌉)
         d_o = grad_out.to(work)  # (..., Q, V)
         delta = (d_o * out.to(work)).sum(dim=-1, keepdim=True)  # (..., Q, 1): D
         if grad_lse is not None:
@@ -434,7 +464,8 @@ def _tiled_backward(
                 q, do = scaled[..., q0:q1, :], d_o[..., q0:q1, :]  # (..., bq, D), (..., bq, V)
                 s = q @ k.transpose(-2, -1)  # (..., bq, bk): the forward's scores again
                 if kinds[i][j] == PARTIAL:
-                    visible = _tile_visible(q0, q1, k0, k1, K - Q, queries.device)  # (bq, bk)
+                    visible = _tile_visible(q0, q1, k0, k1, K - Q, window,
+                                            queries.device)  # (bq, bk)
                     s = s.masked_fill(~visible, -math.inf)
                 p = torch.exp(s - lse[..., q0:q1, :])  # (..., bq, bk): the forward's weights
                 d_v_j = _plus(d_v_j, p.transpose(-2, -1) @ do)  # (..., bk, V)

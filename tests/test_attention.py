@@ -395,3 +395,168 @@ def test_additive_get_scores_checks_its_inputs():
                        (dict(queries=q[0]), r"queries must have 3 dimensions")]:
         with pytest.raises(ValueError, match=match):
             attention.get_scores(**{"queries": q, "keys": k, **bad})
+
+
+# ------------------------------------------------------------ the sliding window (causal band)
+def band(Q: int, K: int, W: int) -> torch.Tensor:
+    """(Q, K) boolean, True = takes part, written entry by entry: query i sits at position
+    K − Q + i and sees key j iff 0 ≤ (K − Q + i) − j < W (its W most recent positions)."""
+    return torch.tensor([[0 <= (K - Q + i) - j < W for j in range(K)] for i in range(Q)],
+                        dtype=torch.bool)
+
+
+def lens_for(kind: str | None, B: int, Q: int, K: int) -> torch.Tensor | None:
+    """valid_lens of shape (B,) or (B, Q) with a 0 among them, or None."""
+    if kind is None:
+        return None
+    if kind == "B":
+        return torch.tensor([K, K // 2])[:B]
+    g = torch.Generator().manual_seed(7)
+    lens = torch.randint(0, K + 1, (B, Q), generator=g)
+    lens[0, 0] = 0
+    return lens
+
+
+def band_and_lens(Q: int, K: int, W: int, lens: torch.Tensor | None, B: int) -> torch.Tensor:
+    """(B, Q, K) boolean, True = takes part: in the band and within the valid length."""
+    take = band(Q, K, W).expand(B, Q, K).clone()
+    if lens is not None:
+        for b in range(B):
+            for i in range(Q):
+                n = int(lens[b]) if lens.dim() == 1 else int(lens[b, i])
+                take[b, i, n:] = False
+    return take
+
+
+def sdpa_out_and_weights(q, k, v, take):
+    """SDPA's output and weights with the boolean ``take`` (True = takes part) as its attn_mask;
+    the weights are SDPA's output for identity values. A row where no key takes part: zeros."""
+    B, K = k.shape[0], k.shape[1]
+    eye = torch.eye(K, dtype=q.dtype, device=q.device).expand(B, K, K)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=take)
+    weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=take)
+    empty = ~take.any(-1, keepdim=True)  # (B, Q, 1): SDPA leaves such rows NaN (or to chance)
+    return out.masked_fill(empty, 0.0), weights.masked_fill(empty, 0.0)
+
+
+WINDOW_SHAPES = [(5, 5), (2, 7), (7, 3)]
+
+
+@pytest.mark.parametrize("Q, K", WINDOW_SHAPES)
+@pytest.mark.parametrize("W", [1, 2, 3, "K+2"])
+@pytest.mark.parametrize("lens_kind", [None, "B", "BQ"])
+def test_window_equals_sdpa_with_the_band_written_out(device, Q, K, W, lens_kind):
+    W = K + 2 if W == "K+2" else W  # wider than the keys: plain causal
+    B = 2
+    q, k, v = qkv(device, B=B, Q=Q, K=K, dtype=torch.float64)
+    inputs = [t.clone() for t in (q, k, v)]
+    lens = lens_for(lens_kind, B, Q, K)
+    take = band_and_lens(Q, K, W, lens, B).to(device)
+    want_out, want_w = sdpa_out_and_weights(q, k, v, take)
+    attention = DotProductAttention()
+    valid = None if lens is None else lens.to(device)
+    out = attention(q, k, v, valid, causal=True, window=W)
+    weights = attention.attention_weights
+    torch.testing.assert_close(out, want_out, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(weights, want_w, rtol=1e-12, atol=1e-12)
+    fast = attention(q, k, v, valid, causal=True, window=W, need_weights=False)
+    assert attention.attention_weights is None
+    torch.testing.assert_close(fast, out, rtol=1e-12, atol=1e-12)
+    # every row sums to 1, or is all zeros where no key takes part; never NaN
+    assert torch.isfinite(weights).all() and torch.isfinite(fast).all()
+    sums = weights.sum(-1)
+    empty = ~take.any(-1)
+    torch.testing.assert_close(sums, torch.where(empty, 0.0, 1.0).to(sums), rtol=0, atol=1e-12)
+    assert bool((weights[~take] == 0).all())  # outside the band or the length: exactly 0
+    assert bool((out[empty] == 0).all() and (fast[empty] == 0).all())
+    for before, after in zip(inputs, (q, k, v)):
+        assert torch.equal(before, after)
+
+
+def test_window_weights_match_the_formula_by_loops():
+    """Q = 4 queries at the end of K = 6 positions, W = 2: query i sees keys i + 1 and i + 2."""
+    q, k, v = qkv("cpu", B=1, Q=4, K=6, dtype=torch.float64)
+    attention = DotProductAttention()
+    out = attention(q, k, v, causal=True, window=2)
+    w = torch.zeros(1, 4, 6, dtype=torch.float64)
+    for i in range(4):
+        seen = [i + 1, i + 2]
+        s = {j: sum(q[0, i, d].item() * k[0, j, d].item() for d in range(4)) / math.sqrt(4)
+             for j in seen}
+        z = sum(math.exp(x) for x in s.values())
+        for j in seen:
+            w[0, i, j] = math.exp(s[j]) / z
+    torch.testing.assert_close(attention.attention_weights, w, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out, w @ v, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("lens", [None, [0, 5], [[0, 1, 5], [2, 2, 0]]])
+def test_window_in_every_dtype(device, dtype, lens):
+    Q, K, W = 3, 5, 2
+    q, k, v = qkv(device, dtype=dtype)
+    inputs = [t.clone() for t in (q, k, v)]
+    valid = None if lens is None else torch.tensor(lens)
+    take = band_and_lens(Q, K, W, valid, 2).to(device)
+    ref, _ = sdpa_out_and_weights(*(t.double() for t in (q, k, v)), take)
+    tol = {k_: max(t, 1e-2) for k_, t in TOL[dtype].items()} if dtype in (torch.float16, torch.bfloat16) else TOL[dtype]
+    for need_weights in (True, False):
+        out = DotProductAttention()(q, k, v, valid, need_weights=need_weights, causal=True,
+                                    window=W)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        torch.testing.assert_close(out.double(), ref, **tol)
+    for before, after in zip(inputs, (q, k, v)):
+        assert torch.equal(before, after)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_nan_in_keys_no_query_sees_through_the_window_changes_nothing(need_weights):
+    """Q = 2 queries at the end of K = 7 positions, W = 2: keys 0 … 3 lie beyond every query's
+    window, so NaN or inf there must not reach the output (0 · NaN would be NaN)."""
+    q, k, v = qkv("cpu", Q=2, K=7)
+    poisoned_k, poisoned_v = k.clone(), v.clone()
+    poisoned_k[:, :4] = float("nan")
+    poisoned_v[:, :4] = float("inf")
+    attention = DotProductAttention()
+    out = attention(q, poisoned_k, poisoned_v, causal=True, window=2, need_weights=need_weights)
+    want, _ = sdpa_out_and_weights(q, k[:, 4:], v[:, 4:], band(2, 3, 2).expand(2, 2, 3))
+    torch.testing.assert_close(out, want)
+
+
+def test_window_that_hides_keys_never_takes_sdpas_is_causal_path(monkeypatch):
+    calls = []
+    real = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append((kwargs.get("is_causal"), kwargs.get("attn_mask") is None))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    x = torch.randn(1, 4, 8)
+    banded = DotProductAttention()(x, x, x, causal=True, window=2, need_weights=False)
+    wide = DotProductAttention()(x, x, x, causal=True, window=4, need_weights=False)  # W = K
+    assert calls == [(False, False), (True, True)]  # a band mask; then the plain causal flag
+    take = band(4, 4, 2)[None]
+    torch.testing.assert_close(banded, real(x, x, x, attn_mask=take))
+    torch.testing.assert_close(wide, real(x, x, x, attn_mask=band(4, 4, 4)[None]))
+
+
+def test_window_gradcheck():
+    q, k, v = (t.requires_grad_() for t in qkv("cpu", Q=4, K=6, dtype=torch.float64))
+    lens = torch.tensor([[1, 3, 5, 6], [2, 0, 4, 6]])
+    assert torch.autograd.gradcheck(
+        lambda a, b, c: DotProductAttention()(a, b, c, lens, causal=True, window=2), (q, k, v))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3", torch.tensor(2)])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_window_must_be_a_positive_int(bad, need_weights):
+    with pytest.raises(ValueError, match=r"^window must be a positive int, got"):
+        DotProductAttention()(*qkv("cpu"), causal=True, window=bad, need_weights=need_weights)
+
+
+def test_window_needs_causal():
+    with pytest.raises(ValueError, match=r"^window must .*needs causal=True.*got causal=False"):
+        DotProductAttention()(*qkv("cpu"), window=3)
+    with pytest.raises(ValueError, match=r"^causal must"):  # causal is checked first
+        DotProductAttention()(*qkv("cpu"), causal="yes", window=3)

@@ -155,3 +155,24 @@ def test_window_as_wide_as_the_keys_is_plain_causal():
 def test_causal_mask_rejects_a_bad_window(bad):
     with pytest.raises(ValueError, match="window"):
         causal_mask(3, 3, window=bad)
+
+
+@pytest.mark.parametrize("Q, K", [(4, 4), (3, 7), (6, 4)])
+@pytest.mark.parametrize("window", [1, 2, 5])
+def test_the_window_means_the_same_band_in_every_helper_that_takes_it(device, Q, K, window):
+    """DotProductAttention (both paths) and tiled_attention with ``window`` equal attention under
+    causal_mask(Q, K, window=W) handed to scaled_dot_product as an explicit boolean mask."""
+    from helpers import scaled_dot_product, tiled_attention
+
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, n, size, generator=g, dtype=torch.float64).to(device)
+               for n, size in ((Q, 8), (K, 8), (K, 5)))
+    want, want_w = scaled_dot_product(q, k, v, causal_mask(Q, K, device, window=window))
+    attention = DotProductAttention()
+    for need_weights in (True, False):
+        out = attention(q, k, v, causal=True, window=window, need_weights=need_weights)
+        torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(tiled_attention(q, k, v, block_size=2, causal=True, window=window),
+                               want, rtol=1e-12, atol=1e-12)
+    attention(q, k, v, causal=True, window=window)
+    torch.testing.assert_close(attention.attention_weights, want_w, rtol=1e-12, atol=1e-12)

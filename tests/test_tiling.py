@@ -39,6 +39,13 @@ def lower_right(Q: int, K: int, device="cpu") -> torch.Tensor:
     return torch.arange(K, device=device)[None, :] <= torch.arange(Q, device=device)[:, None] + (K - Q)
 
 
+def band(Q: int, K: int, W: int, device="cpu") -> torch.Tensor:
+    """Boolean (Q, K), True = takes part, written entry by entry: query i sits at position
+    K − Q + i and sees key j iff 0 ≤ (K − Q + i) − j < W (sliding-window attention)."""
+    return torch.tensor([[0 <= (K - Q + i) - j < W for j in range(K)] for i in range(Q)],
+                        dtype=torch.bool, device=device).reshape(Q, K)
+
+
 def exact(q, k, v, causal=False) -> torch.Tensor:
     """softmax(QKᵀ/√D)V in float64, fully masked rows zero."""
     q, k, v = q.double(), k.double(), v.double()
@@ -311,10 +318,11 @@ def test_square_causal_tiles_skip_almost_half_the_work():
 
 
 # ------------------------------------------------------------------ traffic to and from HBM
-def traffic_of_the_loops(Q, K, b, D, V, causal):
+def traffic_of_the_loops(Q, K, b, D, V, causal, window=None):
     """Numbers read and written by FlashAttention-2's loops, counted by running them: per query
     block, load Q_i once, load K_j and V_j for every key block it sees, store O_i once."""
-    visible = lower_right(Q, K) if causal else torch.ones(Q, K, dtype=torch.bool)
+    visible = band(Q, K, window) if window else lower_right(Q, K) if causal \
+        else torch.ones(Q, K, dtype=torch.bool)
     moved = 0
     for q0 in range(0, Q, b):
         rows = min(b, Q - q0)
@@ -644,12 +652,13 @@ def test_tile_flops_are_python_ints_even_from_numpy_sizes():
 
 
 # ------------------------------------------------- double backward and torch.func transforms
-def naive_differentiable(q, k, v, causal=False):
-    """softmax(QKᵀ/√D)V written out, lower-right causal when asked, with a query that sees no
-    key giving zeros *and* zero gradients of every order (softmax of its all −inf row would be
-    NaN: it gets scores 0, then weights 0)."""
+def naive_differentiable(q, k, v, causal=False, window=None):
+    """softmax(QKᵀ/√D)V written out, lower-right causal when asked (the band of ``window`` when
+    one is given), with a query that sees no key giving zeros *and* zero gradients of every
+    order (softmax of its all −inf row would be NaN: it gets scores 0, then weights 0)."""
     Q, K = q.shape[-2], k.shape[-2]
-    visible = lower_right(Q, K, q.device) if causal else torch.ones(Q, K, dtype=torch.bool)
+    visible = band(Q, K, window, q.device) if window else lower_right(Q, K, q.device) if causal \
+        else torch.ones(Q, K, dtype=torch.bool)
     sees = visible.any(dim=-1, keepdim=True)  # (Q, 1)
     scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~visible, -math.inf)
     return torch.softmax(scores.masked_fill(~sees, 0.0), dim=-1) * sees @ v
@@ -746,3 +755,237 @@ def test_torch_func_grad_jacrev_jacfwd_and_vmap_equal_the_naive_paths(leads, Q, 
     leaf2 = many.clone().requires_grad_()
     (want,) = torch.autograd.grad(naive_(leaf2, k, v).pow(2).sum(), leaf2)
     close(got, want)
+
+
+# ------------------------------------------------------------ the sliding window (causal band)
+def sdpa_band(q, k, v, W):
+    """SDPA with the band written out as its boolean attn_mask (True = takes part), leading dims
+    broadcast first; a query that sees no key: zeros (SDPA leaves its row NaN)."""
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v = (t.expand(*lead, *t.shape[-2:]) for t in (q, k, v))
+    take = band(q.shape[-2], k.shape[-2], W, q.device)  # (Q, K)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=take)
+    return out.masked_fill(~take.any(-1, keepdim=True), 0.0)
+
+
+WINDOW_SHAPES = [(5, 7), (7, 5), (6, 6), (1, 9), (9, 1), (20, 33)]
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 4, 64])
+@pytest.mark.parametrize("Q, K", WINDOW_SHAPES)
+@pytest.mark.parametrize("W", [1, 2, 5, 40])  # 40: wider than every K here (plain causal)
+def test_window_equals_sdpa_with_the_band_written_out(block_size, Q, K, W):
+    q, k, v = qkv((2, 3), Q=Q, K=K, D=4, V=6, dtype=torch.float64)
+    inputs = [t.clone() for t in (q, k, v)]
+    out = tiled_attention(q, k, v, block_size=block_size, causal=True, window=W)
+    assert out.shape == (2, 3, Q, 6) and out.dtype == torch.float64
+    torch.testing.assert_close(out, sdpa_band(q, k, v, W), rtol=1e-12, atol=1e-12)
+    assert all(torch.equal(a, b) for a, b in zip(inputs, (q, k, v)))
+    if W >= K:  # a window as wide as the keys hides nothing more than causal
+        torch.testing.assert_close(out, tiled_attention(q, k, v, block_size=block_size,
+                                                        causal=True), rtol=0, atol=0)
+
+
+def test_window_with_broadcast_and_no_leading_dims():
+    g = torch.Generator().manual_seed(4)
+    make = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
+    q, k, v = make(2, 1, 9, 4), make(1, 3, 12, 4), make(3, 12, 5)
+    out = tiled_attention(q, k, v, block_size=4, causal=True, window=3)
+    assert out.shape == (2, 3, 9, 5)
+    torch.testing.assert_close(out, sdpa_band(q, k, v, 3), rtol=1e-12, atol=1e-12)
+    out = tiled_attention(q[0, 0], k[0, 0], v[0], block_size=4, causal=True, window=3)
+    torch.testing.assert_close(out, sdpa_band(q[0, 0], k[0, 0], v[0], 3), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_window_in_every_dtype(device, dtype):
+    q, k, v = qkv((2, 2), Q=67, K=130, D=24, V=20, dtype=dtype, device=device)
+    out = tiled_attention(q, k, v, block_size=16, causal=True, window=37)
+    assert out.dtype == dtype and out.device.type == device.type and torch.isfinite(out).all()
+    torch.testing.assert_close(out, sdpa_band(q, k, v, 37), **SDPA_TOL[dtype])  # same dtype
+    torch.testing.assert_close(out.double(), sdpa_band(*(t.double() for t in (q, k, v)), 37),
+                               **EXACT_TOL[dtype])
+
+
+def band_grads(q, k, v, W, dout):
+    """Gradients by autograd through SDPA with the band written out, each input's own shape."""
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    out = sdpa_band(*leaves, W)
+    return out, torch.autograd.grad(out, leaves, dout)
+
+
+def windowed_grads(q, k, v, W, dout, block_size):
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    out = tiled_attention(*leaves, block_size=block_size, causal=True, window=W)
+    return out, torch.autograd.grad(out, leaves, dout)
+
+
+@pytest.mark.parametrize("W", [1, 3, 8])
+@pytest.mark.parametrize("leads, Q, K, b", GRAD_SHAPES)
+def test_window_gradients_equal_autograd_through_sdpa(leads, Q, K, b, W):
+    g = torch.Generator().manual_seed(1)
+    make = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
+    q, k, v = make(*leads[0], Q, 8), make(*leads[1], K, 8), make(*leads[2], K, 5)
+    dout = make(*torch.broadcast_shapes(*leads), Q, 5)
+    expected_out, expected = band_grads(q, k, v, W, dout)
+    out, grads = windowed_grads(q, k, v, W, dout, b)
+    torch.testing.assert_close(out, expected_out, rtol=1e-12, atol=1e-12)
+    for name, got, want, x in zip("qkv", grads, expected, (q, k, v)):
+        assert got.shape == x.shape and got.dtype == x.dtype and torch.isfinite(got).all(), name
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12,
+                                   msg=lambda m, name=name: f"d{name}: {m}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_window_half_precision_gradients(device, dtype):
+    q, k, v = qkv((2,), Q=33, K=40, D=16, V=8, dtype=dtype, device=device)
+    dout = torch.randn(2, 33, 8, generator=torch.Generator().manual_seed(2)).to(device, dtype)
+    out, grads = windowed_grads(q, k, v, 9, dout, 8)
+    expected_out, expected = band_grads(*(t.double() for t in (q, k, v)), 9, dout.double())
+    torch.testing.assert_close(out.double(), expected_out, **EXACT_TOL[dtype])
+    for got, want in zip(grads, expected):
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.double(), want, **SDPA_TOL[dtype])
+
+
+@pytest.mark.parametrize("leads, Q, K, b", GRAD_SHAPES[:4])
+def test_window_gradcheck_and_gradgradcheck(leads, Q, K, b):
+    leaves = tuple(grad_leaves(leads, Q, K))
+    attend = lambda q, k, v: tiled_attention(q, k, v, block_size=b, causal=True, window=2)
+    assert torch.autograd.gradcheck(attend, leaves)
+    assert torch.autograd.gradgradcheck(attend, leaves)
+
+
+@pytest.mark.parametrize("leads, Q, K, b", GRAD_SHAPES)
+def test_window_second_order_gradients_equal_the_naive_paths(leads, Q, K, b):
+    leaves = grad_leaves(leads, Q, K, seed=7)
+    dout = torch.randn(*torch.broadcast_shapes(*leads), Q, 2,
+                       generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    first, second = gradient_penalty_grads(
+        lambda q, k, v: tiled_attention(q, k, v, block_size=b, causal=True, window=3), leaves, dout)
+    want_first, want_second = gradient_penalty_grads(
+        lambda q, k, v: naive_differentiable(q, k, v, True, window=3), leaves, dout)
+    for got, want in zip((*first, *second), (*want_first, *want_second)):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("leads, Q, K, b", TRANSFORM_SHAPES)
+def test_window_under_torch_func_grad_and_vmap(leads, Q, K, b):
+    q, k, v = (t.detach() for t in grad_leaves(leads, Q, K, seed=11))
+    tiled = lambda q, k, v: tiled_attention(q, k, v, block_size=b, causal=True, window=2)
+    naive_ = lambda q, k, v: naive_differentiable(q, k, v, True, window=2)
+    close = lambda got, want: torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+    weight = torch.randn(torch.broadcast_shapes(*leads) + (Q, 2), dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(2))
+    loss = lambda attend: lambda q, k, v: (attend(q, k, v) * weight).sum()
+    close(torch.func.grad(loss(tiled), argnums=(0, 1, 2))(q, k, v),
+          torch.func.grad(loss(naive_), argnums=(0, 1, 2))(q, k, v))
+    many = torch.stack([q, 2 * q, -q])  # (3, ..., Q, D)
+    close(torch.func.vmap(tiled, in_dims=(0, None, None))(many, k, v), naive_(many, k, v))
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 4, 64])
+def test_window_queries_that_see_no_key_get_zeros_and_zero_gradient(block_size):
+    """Q = 10 > K = 4: queries 0 … 5 sit before every key and see none, with a window too."""
+    q, k, v = qkv((2,), Q=10, K=4, D=4, V=3, dtype=torch.float64)
+    dout = torch.randn(2, 10, 3, dtype=torch.float64)
+    out, (dq, dk, dv) = windowed_grads(q, k, v, 2, dout, block_size)
+    assert all(torch.isfinite(t).all() for t in (out, dq, dk, dv))
+    assert (out[:, :6] == 0).all() and (dq[:, :6] == 0).all()
+    assert (out[:, 6:].abs().sum(-1) > 0).all()
+
+
+# ------------------------------------------------------------------- the band's tile plan
+def brute_force_band_kinds(Q, K, b, W):
+    """Each tile classified from the band written out: all visible → FULL, none → SKIPPED,
+    else PARTIAL."""
+    visible = band(Q, K, W)
+    return torch.tensor([[FULL if t.all() else SKIPPED if not t.any() else PARTIAL
+                          for t in (visible[q0:q0 + b, k0:k0 + b] for k0 in range(0, K, b))]
+                         for q0 in range(0, Q, b)])
+
+
+@pytest.mark.parametrize("Q, K", [(12, 12), (10, 4), (4, 10), (1, 17), (17, 1), (33, 50), (50, 33)])
+@pytest.mark.parametrize("b", [1, 3, 4, 5, 16, 64])
+@pytest.mark.parametrize("W", [1, 2, 5, 17, 100])
+def test_tile_kinds_with_a_window_match_a_count_of_the_visible_entries(Q, K, b, W):
+    kinds = tile_kinds(Q, K, b, causal=True, window=W)
+    assert torch.equal(kinds, brute_force_band_kinds(Q, K, b, W))
+
+
+@pytest.mark.parametrize("Q, K, b, W", [(12, 12, 4, 3), (100, 100, 16, 20), (10, 30, 7, 5),
+                                        (30, 10, 7, 9), (5, 5, 9, 2)])
+def test_hbm_accesses_and_tile_flops_with_a_window_count_what_the_loops_do(Q, K, b, W):
+    D, V = 8, 5
+    standard, tiled = hbm_accesses(Q, K, b, D, V, causal=True, window=W)
+    assert standard == hbm_accesses(Q, K, b, D, V)[0]  # the mask does not change Algorithm 0
+    assert tiled == traffic_of_the_loops(Q, K, b, D, V, True, window=W)
+    visible = band(Q, K, W)
+    computed = sum(min(b, Q - q0) * min(b, K - k0) * 2 * (D + V)
+                   for q0 in range(0, Q, b) for k0 in range(0, K, b)
+                   if visible[q0:q0 + b, k0:k0 + b].any())
+    assert tile_flops(Q, K, b, D, V, causal=True, window=W) == (computed, 2 * Q * K * (D + V))
+
+
+def test_a_fixed_window_computes_a_number_of_tiles_linear_in_the_length():
+    b, W, D = 16, 32, 64
+    for L in (256, 512, 1024):
+        computed_per_row = (tile_kinds(L, L, b, causal=True, window=W) != SKIPPED).sum(dim=1)
+        assert int(computed_per_row.max()) <= math.ceil(W / b) + 1  # 3, whatever L
+    banded = [tile_flops(L, L, b, D, D, causal=True, window=W)[0] for L in (256, 512, 1024)]
+    causal = [tile_flops(L, L, b, D, D, causal=True)[0] for L in (256, 512, 1024)]
+    for short, long in zip(banded, banded[1:]):
+        assert long / short == pytest.approx(2, rel=0.05)  # linear: 2× per doubling
+    for short, long in zip(causal, causal[1:]):
+        assert long / short == pytest.approx(4, rel=0.05)  # quadratic: 4× per doubling
+
+
+def products_per_tile(window, backward):
+    """Matrix products (aten mm / bmm) that tiled_attention runs forward, or backward, on
+    (2, 40, 40) inputs with b = 8, and the number of tiles it must compute."""
+    q, k, v = (t.requires_grad_(backward) for t in qkv((2,), Q=40, K=40, D=4, V=3))
+    computed = int((tile_kinds(40, 40, 8, causal=True, window=window) != SKIPPED).sum())
+    with OpRecorder() as forward_ops:
+        out = tiled_attention(q, k, v, block_size=8, causal=True, window=window)
+    ops = forward_ops
+    if backward:
+        with OpRecorder() as backward_ops:
+            torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+        ops = backward_ops
+    products = [name for name, _, _ in ops.ops if name.split(".")[1] in ("mm", "bmm")]
+    return len(products), computed
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_tiles_beyond_the_window_are_never_computed(backward):
+    """Every computed tile costs the same products (2 forward: Q Kᵀ and P V; 5 backward: S,
+    Pᵀ dO, dO Vᵀ, dS K, dSᵀ Q); the count of products is that times the tiles not SKIPPED, so
+    the tiles beyond the window cost nothing, forward and backward."""
+    per_tile = 5 if backward else 2
+    for window in (None, 3, 8, 17):
+        products, computed = products_per_tile(window, backward)
+        assert products == per_tile * computed, (window, products, computed)
+    assert products_per_tile(3, backward)[1] < products_per_tile(None, backward)[1]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3", torch.tensor(2)])
+def test_window_must_be_a_positive_int(bad):
+    q, k, v = qkv((2,), Q=5, K=7)
+    calls = [lambda: tiled_attention(q, k, v, causal=True, window=bad),
+             lambda: tile_kinds(5, 7, 2, causal=True, window=bad),
+             lambda: tile_flops(5, 7, 2, 4, 3, causal=True, window=bad),
+             lambda: hbm_accesses(5, 7, 2, 4, 3, causal=True, window=bad)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"^window must be a positive int, got"):
+            call()
+
+
+def test_window_needs_causal():
+    q, k, v = qkv((2,), Q=5, K=7)
+    calls = [lambda: tiled_attention(q, k, v, window=3),
+             lambda: tile_kinds(5, 7, 2, window=3),
+             lambda: tile_flops(5, 7, 2, 4, 3, window=3),
+             lambda: hbm_accesses(5, 7, 2, 4, 3, causal=False, window=3)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"^window must .*needs causal=True.*got causal=False"):
+            call()

@@ -312,7 +312,7 @@ def _dot_forward(module, **kw):
 def _dot_good() -> dict:
     return dict(module=attention.DotProductAttention(), queries=rand(B, Q, D), keys=rand(B, K, D),
                 values=rand(B, K, V), valid_lens=torch.tensor([4, 0]), need_weights=True,
-                causal=True)
+                causal=True, window=2)
 
 
 def _dot_check(out, kw) -> bool:
@@ -322,7 +322,7 @@ def _dot_check(out, kw) -> bool:
     if kw["valid_lens"] is not None:
         take &= lens_take(kw["valid_lens"], q.shape[0], q.shape[1], k.shape[1])
     if kw["causal"]:
-        take &= causal_take(q.shape[1], k.shape[1])
+        take &= causal_take(q.shape[1], k.shape[1], kw.get("window"))
     ref_out, ref_w = ref_attention(q, k, kw["values"], take)
     if kw["need_weights"] and not _close(weights, ref_w):
         return False
@@ -384,12 +384,15 @@ ATTENTION_SPECS: list[Spec] = [
     Spec("helpers.attention.DotProductAttention.forward", call=_dot_forward, good=_dot_good,
          rules={"queries": T(rank=3), "keys": T(rank=3), "values": T(rank=3),
                 "valid_lens": T(dtype="integer", optional=True, lists=True),
-                "need_weights": "flag", "causal": "flag"},
+                "need_weights": "flag", "causal": "flag", "window": "size or None"},
+         valid=lambda kw: kw["window"] is None or bool(kw["causal"]),  # a window needs causal
          check=_dot_check,
          bad=[Case("valid_lens-K+1", lambda kw: kw.update(valid_lens=torch.tensor([K + 1, 0])),
                    r"valid_lens must lie in \[0, K\]"),
               Case("valid_lens-(B+1,)", lambda kw: kw.update(valid_lens=[1, 1, 1]),
-                   r"valid_lens must have shape")],
+                   r"valid_lens must have shape"),
+              Case("window-without-causal", lambda kw: kw.update(causal=False),
+                   r"^window must .*needs causal=True.*got causal=False")],
          edge=[
              # K = 0 with causal=True: no key takes part, the output is zeros (as without causal)
              Case("K=0,causal", lambda kw: kw.update(keys=rand(B, 0, D), values=rand(B, 0, V),
@@ -402,10 +405,24 @@ ATTENTION_SPECS: list[Spec] = [
                  queries=rand(B, 0, D), keys=rand(B, 0, D), values=rand(B, 0, V), valid_lens=None,
                  need_weights=False), lambda out, kw: out[0].shape == (B, 0, V)),
              Case("Q=K,causal,no-weights(SDPA is_causal)", lambda kw: kw.update(
-                 keys=rand(B, Q, D), values=rand(B, Q, V), valid_lens=None, need_weights=False)),
-             Case("(B,Q)-lens", lambda kw: kw.update(valid_lens=torch.tensor([[0, 5, 2], [1, 1, 3]]))),
+                 keys=rand(B, Q, D), values=rand(B, Q, V), valid_lens=None, need_weights=False,
+                 window=None), _dot_check),
+             Case("Q=K,window>=K,no-weights(SDPA is_causal)", lambda kw: kw.update(
+                 keys=rand(B, Q, D), values=rand(B, Q, V), valid_lens=None, need_weights=False,
+                 window=Q), _dot_check),
+             Case("Q=K,window<K,no-weights(a band mask)", lambda kw: kw.update(
+                 keys=rand(B, Q, D), values=rand(B, Q, V), valid_lens=None, need_weights=False,
+                 window=1), _dot_check),
+             Case("(B,Q)-lens", lambda kw: kw.update(
+                 valid_lens=torch.tensor([[0, 5, 2], [1, 1, 3]])), _dot_check),
              Case("Q>K,causal", lambda kw: kw.update(keys=rand(B, 2, D), values=rand(B, 2, V),
-                                                     valid_lens=None)),
+                                                     valid_lens=None), _dot_check),
+             Case("causal,no-window", lambda kw: kw.update(window=None), _dot_check),
+             Case("window=1,no-lens,no-weights(keys no query sees)", lambda kw: kw.update(
+                 valid_lens=None, window=1, need_weights=False), _dot_check),
+             Case("window>K", lambda kw: kw.update(window=K + 3), _dot_check),
+             Case("window,Q=0", lambda kw: kw.update(queries=rand(B, 0, D), valid_lens=None),
+                  lambda out, kw: out[0].shape == (B, 0, V) and out[1].shape == (B, 0, K)),
          ]),
     Spec("helpers.attention.AdditiveAttention", call=attention.AdditiveAttention,
          good=lambda: dict(key_size=3, query_size=4, num_hiddens=5, dropout=0.0),

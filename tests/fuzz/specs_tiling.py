@@ -1,7 +1,8 @@
 """Specs for ``helpers.tiling``: the online softmax, the tile plan, tiled attention (forward and
 backward) and the memory meter (see ``tests/fuzz/__init__.py`` for the format). The references
-are written out here in float64: softmax(Q Kᵀ / √D) V with the lower-right causal mask, its
-gradients by autograd, the online-softmax recurrence, a count of the visible entries per tile."""
+are written out here in float64: softmax(Q Kᵀ / √D) V with the lower-right causal mask (and its
+sliding-window band), its gradients by autograd, the online-softmax recurrence, a count of the
+visible entries per tile."""
 
 from __future__ import annotations
 
@@ -105,15 +106,22 @@ def _sneaked(**fields) -> tiling.OnlineSoftmax:
 
 
 # ---------------------------------------------------------------------------------- tiles
-def _visible(Q: int, K: int, causal: bool) -> torch.Tensor:
-    """(Q, K), True = takes part: key j visible to query i iff j ≤ i + K − Q when causal."""
+def _visible(Q: int, K: int, causal: bool, window: int | None = None) -> torch.Tensor:
+    """(Q, K), True = takes part: key j visible to query i iff j ≤ i + K − Q when causal, and
+    i + K − Q − j < W too with a window W."""
     if not causal:
         return torch.ones(Q, K, dtype=torch.bool)
-    return torch.arange(K)[None, :] <= torch.arange(Q)[:, None] + (K - Q)
+    behind = torch.arange(Q)[:, None] + (K - Q) - torch.arange(K)[None, :]  # (Q, K)
+    return (behind >= 0) & (behind < (K + 1 if window is None else int(window)))
 
 
-def _kinds_by_count(Q, K, b, causal) -> torch.Tensor:
-    seen = _visible(Q, K, causal)
+def _mask_of(kw) -> torch.Tensor:
+    """The (Q, K) visibility a call of tile_kinds, tile_flops or hbm_accesses describes."""
+    return _visible(int(kw["num_queries"]), int(kw["num_keys"]), bool(kw.get("causal", False)),
+                    kw.get("window"))
+
+
+def _kinds_by_count(Q, K, b, seen) -> torch.Tensor:
     return torch.tensor([[tiling.FULL if t.all() else tiling.SKIPPED if not t.any() else tiling.PARTIAL
                           for t in (seen[q0:q0 + b, k0:k0 + b] for k0 in range(0, K, b))]
                          for q0 in range(0, Q, b)])
@@ -121,14 +129,14 @@ def _kinds_by_count(Q, K, b, causal) -> torch.Tensor:
 
 def _kinds_check(out, kw) -> bool:
     expected = _kinds_by_count(int(kw["num_queries"]), int(kw["num_keys"]), int(kw["block_size"]),
-                               bool(kw.get("causal", False)))
+                               _mask_of(kw))
     return torch.equal(out, expected)
 
 
 def _flops_check(out, kw) -> bool:
     Q, K, b = int(kw["num_queries"]), int(kw["num_keys"]), int(kw["block_size"])
     per = 2 * (int(kw["qk_size"]) + int(kw["value_size"]))
-    seen = _visible(Q, K, bool(kw.get("causal", False)))
+    seen = _mask_of(kw)
     computed = sum(t.numel() for t in (seen[q0:q0 + b, k0:k0 + b] for q0 in range(0, Q, b)
                                        for k0 in range(0, K, b)) if t.any()) * per
     return out == (computed, Q * K * per) and all(type(x) is int for x in out)
@@ -139,7 +147,7 @@ def _hbm_check(out, kw) -> bool:
     write O). Tiled: Q read and O written once, K and V blocks read per tile with a visible key."""
     Q, K, b = int(kw["num_queries"]), int(kw["num_keys"]), int(kw["block_size"])
     D, V = int(kw["qk_size"]), int(kw["value_size"])
-    seen = _visible(Q, K, bool(kw.get("causal", False)))
+    seen = _mask_of(kw)
     reads = sum(min(b, K - k0) for q0 in range(0, Q, b) for k0 in range(0, K, b)
                 if seen[q0:q0 + b, k0:k0 + b].any())
     expected = (Q * D + K * D + 4 * Q * K + K * V + Q * V, Q * (D + V) + reads * (D + V))
@@ -184,10 +192,10 @@ def attend_with_grad(attend):
 _attend_with_grad = attend_with_grad(tiling.tiled_attention)
 
 
-def _reference(q, k, v, causal):
+def _reference(q, k, v, causal, window=None):
     """softmax(Q Kᵀ / √D) V in float64; a query that sees no key: zeros (and zero gradients)."""
     s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Q, K)
-    seen = _visible(q.shape[-2], k.shape[-2], causal)
+    seen = _visible(q.shape[-2], k.shape[-2], causal, window)
     anything = seen.any(-1, keepdim=True)  # (Q, 1)
     s = torch.where(anything, s.masked_fill(~seen, -math.inf), 0.0)
     return torch.softmax(s, dim=-1) * anything @ v
@@ -198,7 +206,7 @@ def _attention_check(result, kw) -> bool:
     q, k, v = (kw[n] for n in ("queries", "keys", "values"))
     dtype = q.dtype
     leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    expected = _reference(*leaves, bool(kw.get("causal", False)))
+    expected = _reference(*leaves, bool(kw.get("causal", False)), kw.get("window"))
     d_out = rand(*expected.shape, seed=9, dtype=dtype).double()
     expected_grads = torch.autograd.grad(expected, leaves, d_out, allow_unused=True)
     return (out.dtype == dtype and _close(out, expected, dtype) and all(
@@ -233,16 +241,28 @@ def _two_then_one():
 _X = torch.zeros(100)
 
 
+def _window_needs_causal(kw) -> bool:
+    """A call is valid as a whole only if a window comes with causal=True."""
+    return kw.get("window") is None or bool(kw.get("causal"))
+
+
 def _cost_spec(target: str, call, check, *extra: Case) -> Spec:
     """A spec of one of the tile-map costs (tile_flops, hbm_accesses): the same arguments and
     edge cases, each checked against its own formula (``check``); ``extra``: more edges."""
     return Spec(target, call=call,
                 good=lambda: dict(num_queries=10, num_keys=7, block_size=3, qk_size=4,
-                                  value_size=5, causal=True),
+                                  value_size=5, causal=True, window=4),
                 rules={"num_queries": "size", "num_keys": "size", "block_size": "size",
-                       "qk_size": "size", "value_size": "size", "causal": "flag"},
+                       "qk_size": "size", "value_size": "size", "causal": "flag",
+                       "window": "size or None"},
+                valid=_window_needs_causal,
                 check=check,
-                edge=[Case("not-causal", _set(causal=False), check),
+                bad=[Case("window-without-causal", _set(causal=False),
+                          r"^window must .*needs causal=True.*got causal=False")],
+                edge=[Case("not-causal", _set(causal=False, window=None), check),
+                      Case("causal-no-window", _set(window=None), check),
+                      Case("window=1-long", _set(num_queries=40, num_keys=40, window=1), check),
+                      Case("window>K", _set(window=50), check),
                       Case("square", _set(num_queries=12, num_keys=12, block_size=4), check),
                       Case("Q<K", _set(num_queries=4, num_keys=11), check),
                       *extra,
@@ -333,10 +353,18 @@ SPECS: list[Spec] = [
                     _result_formula),
                Case("float16", _set(state=_state(dtype=torch.float16)), _result_formula)]),
     Spec("helpers.tiling.tile_kinds", call=tiling.tile_kinds,
-         good=lambda: dict(num_queries=10, num_keys=7, block_size=3, causal=True),
-         rules={"num_queries": "size", "num_keys": "size", "block_size": "size", "causal": "flag"},
+         good=lambda: dict(num_queries=10, num_keys=7, block_size=3, causal=True, window=4),
+         rules={"num_queries": "size", "num_keys": "size", "block_size": "size", "causal": "flag",
+                "window": "size or None"},
+         valid=_window_needs_causal,
          check=_kinds_check,
-         edge=[Case("not-causal", _set(causal=False), _kinds_check),
+         bad=[Case("window-without-causal", _set(causal=False),
+                   r"^window must .*needs causal=True.*got causal=False")],
+         edge=[Case("not-causal", _set(causal=False, window=None), _kinds_check),
+               Case("causal-no-window", _set(window=None), _kinds_check),
+               Case("window=1-long", _set(num_queries=40, num_keys=40, window=1), _kinds_check),
+               Case("window-Q>K", _set(num_queries=20, num_keys=9, window=2), _kinds_check),
+               Case("window>K", _set(window=50), _kinds_check),
                Case("Q<K", _set(num_queries=4, num_keys=11), _kinds_check),
                Case("block>Q,K", _set(block_size=50), _kinds_check),
                Case("block=1", _set(block_size=1), _kinds_check),
@@ -362,32 +390,44 @@ SPECS: list[Spec] = [
                Case("share=int-1", _set(share=1), _fit_check)]),
     Spec("helpers.tiling.tiled_attention", call=_attend_with_grad,
          good=lambda: dict(queries=rand(2, 5, 4, seed=1), keys=rand(2, 7, 4, seed=2),
-                           values=rand(2, 7, 3, seed=3), block_size=3, causal=False),
+                           values=rand(2, 7, 3, seed=3), block_size=3, causal=True, window=3),
          rules={"queries": T(min_rank=2), "keys": T(min_rank=2), "values": T(min_rank=2),
-                "block_size": "size", "causal": "flag"},
+                "block_size": "size", "causal": "flag", "window": "size or None"},
+         valid=_window_needs_causal,
          check=_attention_check,
          bad=[Case("keys-D-disagrees", _set(keys=rand(2, 7, 5)), r"feature size of keys .* expected 4, got 5"),
               Case("values-K-disagrees", _set(values=rand(2, 6, 3)), r"number of values .* expected 7, got 6"),
               Case("leads-disagree", _set(keys=rand(3, 7, 4), values=rand(3, 7, 3)),
                    r"^leading dims of queries, keys and values must broadcast, got"),
               Case("D=0", _set(queries=rand(2, 5, 0), keys=rand(2, 7, 0)), r"feature size D .* must .* got 0"),
-              Case("mixed-dtypes", _set(keys=rand(2, 7, 4, dtype=torch.float64)), GENERIC)],
-         edge=[Case("causal", _set(causal=True), _attention_check),
-               Case("causal-Q>K-blind-queries", _set(queries=rand(2, 9, 4), causal=True),
+              Case("mixed-dtypes", _set(keys=rand(2, 7, 4, dtype=torch.float64)), GENERIC),
+              Case("window-without-causal", _set(causal=False),
+                   r"^window must .*needs causal=True.*got causal=False")],
+         edge=[Case("not-causal", _set(causal=False, window=None), _attention_check),
+               Case("causal-no-window", _set(window=None), _attention_check),
+               Case("causal-Q>K-blind-queries", _set(queries=rand(2, 9, 4), window=None),
                     _zeros_for_blind_queries),
-               Case("causal-block=1", _set(causal=True, block_size=1), _attention_check),
-               Case("block>Q,K", _set(block_size=64, causal=True), _attention_check),
+               Case("window-Q>K-blind-queries", _set(queries=rand(2, 9, 4), window=2),
+                    _zeros_for_blind_queries),
+               Case("window=1-block=1", _set(window=1, block_size=1), _attention_check),
+               Case("window=1-long", _set(queries=rand(2, 40, 4), keys=rand(2, 40, 4),
+                                          values=rand(2, 40, 3), window=1, block_size=4),
+                    _attention_check),
+               Case("window>K", _set(window=50), _attention_check),
+               Case("causal-block=1", _set(window=None, block_size=1), _attention_check),
+               Case("block>Q,K", _set(block_size=64), _attention_check),
                Case("broadcast-leads", _set(queries=rand(2, 1, 5, 4), keys=rand(1, 3, 7, 4),
                                             values=rand(3, 7, 3), causal=True), _attention_check),
                Case("no-leading-dims", _set(queries=rand(5, 4), keys=rand(7, 4), values=rand(7, 3)),
                     _attention_check),
                Case("no-keys", _set(keys=rand(2, 0, 4), values=rand(2, 0, 3)), _attention_check),
                Case("no-queries", _set(queries=rand(2, 0, 4)), _attention_check),
-               Case("float64-causal", lambda kw: (_all_dtype(torch.float64)(kw), kw.update(causal=True)),
-                    _attention_check),
-               Case("float16-causal", lambda kw: (_all_dtype(torch.float16)(kw), kw.update(causal=True)),
-                    _attention_check),
-               Case("bfloat16", _all_dtype(torch.bfloat16), _attention_check),
+               Case("float64-causal", lambda kw: (_all_dtype(torch.float64)(kw),
+                                                  kw.update(window=None)), _attention_check),
+               Case("float64-window", _all_dtype(torch.float64), _attention_check),
+               Case("float16-window", _all_dtype(torch.float16), _attention_check),
+               Case("bfloat16-not-causal", lambda kw: (_all_dtype(torch.bfloat16)(kw), kw.update(
+                   causal=False, window=None)), _attention_check),
                Case("numpy-block", _set(block_size=np.int64(2)), _attention_check)]),
     Spec("helpers.tiling.peak_bytes", call=tiling.peak_bytes,
          good=lambda: dict(fn=lambda: torch.empty(1000), device="cpu"),
