@@ -1,9 +1,11 @@
 """Multi-head attention (多头注意力): H scaled dot-product heads side by side, with optional
-positions: RoPE on the queries and keys, or a bias on the scores (ALiBi, T5's relative bias).
+positions: RoPE on the queries and keys, or a bias on the scores (ALiBi, T5's relative bias);
+optionally a sliding window (滑动窗口注意力) and a learnt attention sink (注意力汇点) per head.
 
 Legend: B batch, Q queries, K key-value pairs, N num_hiddens, H heads, N/H size of one head.
 Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys (the opposite of
-``nn.MultiheadAttention``'s ``key_padding_mask``, where ``True`` means *ignore*).
+``nn.MultiheadAttention``'s ``key_padding_mask``, where ``True`` means *ignore*); ``causal``
+and ``window`` hide keys as ``causal_mask`` does (its ``True`` = takes part).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .attention import attend, check_qkv, unseen_rows
@@ -21,6 +24,7 @@ from .checks import (
 from .kv_cache import KVCache
 from .masking import ValidLens, attention_hidden
 from .rotary import apply_rotary
+from .sinks import sink_softmax
 
 __all__ = ["MultiHeadAttention", "transpose_qkv", "transpose_output", "alibi_slopes", "t5_buckets",
            "POSITION_BIASES"]
@@ -113,6 +117,16 @@ class MultiHeadAttention(nn.Module):
     With ``need_weights=False`` the bias goes to ``F.scaled_dot_product_attention`` as a float
     ``attn_mask``.
 
+    ``window=W`` (an int ≥ 1, a property of the layer: Mistral's ``sliding_window``, Gemma's
+    local layers) is sliding-window attention, for causal attention only (``forward`` refuses
+    ``causal=False``): query i sees only the W most recent positions, itself included, the keys
+    K − Q + i − W < j ≤ K − Q + i (``causal_mask(..., window=W)``). ``sink=True`` adds a learnt
+    logit per head, ``sink_logits`` (H,), starting at 0, to every softmax's denominator
+    (``sink_softmax``, gpt-oss's attention sink): a query may give part of its weight to
+    nothing, so the weights of a row sum to less than 1 and a row with no key is all zeros. It
+    is computed through the weights (with ``need_weights=False`` too, which keeps no weights):
+    SDPA has no such logit.
+
     Positions, with or without ``causal``: the K keys (cached ones first) sit at 0, …, K − 1,
     and the Q queries are the *last* Q positions, query i at K − Q + i (lower-right, as
     ``causal_mask`` places them). So ``forward(X[:, s:], X, X)`` gives the last rows of
@@ -123,7 +137,8 @@ class MultiHeadAttention(nn.Module):
         self, num_hiddens: int, num_heads: int, *misplaced: object, dropout: float = 0.0,
         bias: bool = False, query_size: int | None = None, key_size: int | None = None,
         value_size: int | None = None, rotary: bool = False, rotary_base: float = 10000.0,
-        rotary_scale: float = 1.0, position_bias: str | None = None,
+        rotary_scale: float = 1.0, position_bias: str | None = None, window: int | None = None,
+        sink: bool = False,
     ) -> None:
         super().__init__()
         if misplaced:  # `*misplaced` instead of a bare `*`: a ValueError that says what to write
@@ -157,6 +172,10 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"position_bias must be None or one of {POSITION_BIASES}, "
                              f"got {position_bias!r}")
         self.position_bias = position_bias
+        self.window = None if window is None else check_positive_int("window", window)
+        check_bool("sink", sink)
+        self.sink = bool(sink)  # a learnt logit per head in every softmax's denominator, 0 first
+        self.sink_logits = nn.Parameter(torch.zeros(num_heads)) if sink else None  # (H,)
         if position_bias == "t5":  # one learnt scalar per bucket and head, all 0 at the start
             self.relative_bias = nn.Embedding(T5_BUCKETS, num_heads)
             nn.init.zeros_(self.relative_bias.weight)
@@ -180,42 +199,106 @@ class MultiHeadAttention(nn.Module):
         check_bool("causal", causal)
         if cache is not None and not isinstance(cache, KVCache):
             raise ValueError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+        if cache is not None and cache.rope_positions == "cache" and not self.rotary:
+            raise ValueError("cache must have rope_positions='original' unless the layer uses "
+                             "RoPE (rotary=True), got rope_positions='cache'")
         if self.position_bias is not None and not causal:
             raise ValueError(f"causal must be True with position_bias={self.position_bias!r} (a "
                              f"decoder's bias of the distance m − n ≥ 0), got causal=False")
+        if self.window is not None and not causal:
+            raise ValueError(f"causal must be True with window={self.window} (a sliding window "
+                             f"over the past), got causal=False")
         B, Q, _ = queries.shape
-        start = 0 if cache is None else cache.length  # positions continue after the cache
-        K = start + keys.shape[1]
-        is_causal = (causal and valid_lens is None and Q == K and not need_weights
-                     and self.position_bias is None)
-        hidden, empty = attention_hidden(valid_lens, B, Q, K, queries.device,
-                                         causal=causal and not is_causal)
+        policy = cache is not None and cache.window is not None  # a cache that evicts
+        if policy:
+            self._check_policy_cache(cache, valid_lens, causal, Q, keys.shape[1])
+        start = 0 if cache is None else cache.seen  # positions continue after the cache
+        K = start + keys.shape[1]  # (with a policy cache: the positions, not the keys held)
+        banded = self.window is not None and self.window < K  # the window hides some key
+        is_causal = (causal and valid_lens is None and Q == K and not need_weights and not banded
+                     and self.position_bias is None and not self.sink and not policy)
+        hidden, empty = (None, None) if policy else attention_hidden(
+            valid_lens, B, Q, K, queries.device, causal=causal and not is_causal,
+            window=self.window if banded else None)
         q_all = self.W_q(queries)  # (B, Q, N)
         k_new, v_new = self.W_k(keys), self.W_v(values)  # (B, K_new, N): new tensors, ours
-        clean = valid_lens is None or cache is None  # (the causal mask hides no key from all)
-        if valid_lens is not None and cache is None:  # keys and values that no query may see
+        clean = cache is None or (valid_lens is None and not banded)  # (the causal mask alone
+        # hides no key from every query; lengths and a window may)
+        if cache is None and (valid_lens is not None or banded):  # keys no query may see
             unseen = unseen_rows(hidden)  # (B, K, 1) become 0, in place: 0 · NaN would be NaN
             k_new.masked_fill_(unseen, 0.0)
             v_new.masked_fill_(unseen, 0.0)
         q = transpose_qkv(q_all, self.num_heads)  # (B, H, Q, N/H)
         k = transpose_qkv(k_new, self.num_heads)  # (B, H, K_new, N/H)
         v = transpose_qkv(v_new, self.num_heads)  # (B, H, K_new, N/H)
-        if self.rotary:  # keys at start, …, K − 1; query i at K − Q + i (lower-right)
+        in_cache = self.rotary and cache is not None and cache.rope_positions == "cache"
+        if self.rotary and not in_cache:  # keys at start, …, K − 1; query i at K − Q + i
             q = apply_rotary(q, torch.arange(K - Q, K, device=q.device), base=self.rotary_base,
                              scale=self.rotary_scale)
             k = apply_rotary(k, torch.arange(start, K, device=k.device), base=self.rotary_base,
                              scale=self.rotary_scale)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H, K, N/H): the cached keys, then the new ones
+        if in_cache:  # StreamingLLM: positions in the cache, 0 … n − 1, keys rotated only now
+            n = k.shape[-2]
+            q = apply_rotary(q, torch.arange(n - Q, n, device=q.device), base=self.rotary_base,
+                             scale=self.rotary_scale)
+            k = apply_rotary(k, torch.arange(n, device=k.device), base=self.rotary_base,
+                             scale=self.rotary_scale)
+        if policy:  # what the cache keeps visible, and the layer's own window on the positions
+            visible = cache.mask(Q)  # (Q, n), True = takes part
+            if self.window is not None:
+                back = (torch.arange(K - Q, K, device=k.device)[:, None]
+                        - cache.key_positions.to(k.device)[None, :])  # (Q, n): m − p
+                visible = visible & (back < self.window)
+            hidden = ~visible  # (Q, n); every query sees at least its own key: no empty row
         if hidden is not None and hidden.dim() == 3:  # (B, 1 or Q, K): the same for every head
             hidden = hidden.unsqueeze(1)  # (B, 1, 1 or Q, K)
             empty = None if empty is None else empty.unsqueeze(1)  # (B, 1, 1 or Q, 1)
         p = self.dropout if self.training else 0.0
         bias = None if self.position_bias is None else self.score_bias(Q, K).to(q.dtype)  # (H, Q, K)
-        out, self.attention_weights = attend(
-            q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
-            is_causal=is_causal, clean=clean, bias=bias)  # (B, H, Q, N/H)
+        if self.sink:
+            out, weights = self._attend_with_sink(q, k, v, hidden, p, clean, bias)
+            self.attention_weights = weights if need_weights else None
+        else:
+            out, self.attention_weights = attend(
+                q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
+                is_causal=is_causal, clean=clean, bias=bias)  # (B, H, Q, N/H)
         return self.W_o(transpose_output(out))  # (B, Q, N)
+
+    def _check_policy_cache(self, cache: KVCache, valid_lens: ValidLens, causal: bool,
+                            num_queries: int, num_new: int) -> None:
+        """Raise unless a cache with a window (and sinks) can serve this call: causal
+        self-attention of the new tokens, no valid lengths, no position bias (its distances
+        assume keys at 0 … K − 1), RoPE or no positions in the layer."""
+        if not causal:
+            raise ValueError(f"causal must be True with a cache that evicts (window="
+                             f"{cache.window}): it serves a decoder, got causal=False")
+        if valid_lens is not None:
+            raise ValueError("valid_lens must be None with a cache that evicts (window="
+                             f"{cache.window}), got {type(valid_lens).__name__}")
+        if self.position_bias is not None:
+            raise ValueError(f"cache must not evict (window=None) with position_bias="
+                             f"{self.position_bias!r}, got window={cache.window}")
+        if num_queries != num_new:
+            raise ValueError(f"queries must be the new tokens with a cache that evicts: Q must "
+                             f"equal the number of new keys ({num_new}), got {num_queries}")
+
+    def _attend_with_sink(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden: torch.Tensor | None,
+        dropout_p: float, clean: bool, bias: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``attend``'s weights path with ``sink_softmax``: (out (B, H, Q, N/H), weights
+        (B, H, Q, K)). ``hidden``: True = masked *out*, (B, 1, 1 or Q, K), (Q, K) or None."""
+        scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # (B, H, Q, K)
+        if bias is not None:
+            scores = scores + bias  # (B, H, Q, K)
+        sink = self.sink_logits.to(scores.dtype)[:, None, None]  # (H, 1, 1)
+        weights = sink_softmax(scores, sink, None if hidden is None else ~hidden)  # (B, H, Q, K)
+        if not clean and hidden is not None:  # values no query may see: 0 · NaN would be NaN
+            v = torch.where(unseen_rows(hidden), 0.0, v)  # new tensor
+        dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+        return dropped @ v, weights  # (B, H, Q, N/H)
 
     def score_bias(self, num_queries: int, num_keys: int) -> torch.Tensor:
         """What ``position_bias`` adds to the scores, (H, Q, K), in the parameters' dtype (at

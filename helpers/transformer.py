@@ -8,6 +8,10 @@ V vocabulary size. Mask convention: ``valid_lens`` (B,) or (B, T) keeps the firs
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
 import torch
 from torch import nn
 
@@ -33,14 +37,15 @@ class TransformerBlock(nn.Module):
     network（前馈网络）, each input normalised first by layer normalisation（层规范化）.
     ``forward(X (B, T, N), valid_lens=None, *, causal=False, cache=None)`` → (B, T, N).
     With copied weights it equals ``nn.TransformerEncoderLayer(N, H, F, dropout=0,
-    activation="gelu", batch_first=True, norm_first=True)``. ``rotary``, ``rotary_scale`` and
-    ``position_bias`` go to its ``MultiHeadAttention`` (a position bias needs ``causal=True``).
+    activation="gelu", batch_first=True, norm_first=True)``. ``rotary``, ``rotary_scale``,
+    ``position_bias``, ``window`` and ``sink`` go to its ``MultiHeadAttention`` (a position bias
+    and a window need ``causal=True``).
     """
 
     def __init__(
         self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0,
         activation: str = "gelu", *, rotary: bool = False, rotary_scale: float = 1.0,
-        position_bias: str | None = None,
+        position_bias: str | None = None, window: int | None = None, sink: bool = False,
     ) -> None:
         super().__init__()
         ffn_hiddens = check_positive_int("ffn_hiddens", ffn_hiddens)
@@ -49,7 +54,7 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout=dropout, bias=True,
                                             rotary=rotary, rotary_scale=rotary_scale,
-                                            position_bias=position_bias)
+                                            position_bias=position_bias, window=window, sink=sink)
         self.norm1 = nn.LayerNorm(num_hiddens)
         self.norm2 = nn.LayerNorm(num_hiddens)
         self.ffn = nn.Sequential(nn.Linear(num_hiddens, ffn_hiddens), ACTIVATIONS[activation](),
@@ -80,7 +85,11 @@ class DecoderLM(nn.Module):
     ``position_bias``: ALiBi's fixed slopes, or T5's learnt scalar per bucket), "none" gives the
     model no position information at all. ``rotary_scale`` (RoPE only) multiplies RoPE's
     positions: train length / test length is position interpolation (位置插值, Chen et al.
-    2023). ``forward(tokens (B, T) long)`` → logits (B, T, V); after
+    2023). ``window``: None (every layer attends to the whole past), an int W (every layer sees
+    only the W most recent positions, Mistral's sliding window) or one ``int | None`` per layer
+    (Gemma's local and global layers, e.g. ``[4, 4, None]``); ``sink=True`` gives every layer
+    a learnt attention sink per head (``MultiHeadAttention``'s ``sink``).
+    ``forward(tokens (B, T) long)`` → logits (B, T, V); after
     it, ``attention_weights`` holds one (B, H, T, T) tensor per layer (with a ``cache``:
     (B, H, T_new, T_cached + T_new)). ``new_cache()`` gives one empty ``KVCache`` per layer.
     """
@@ -89,6 +98,7 @@ class DecoderLM(nn.Module):
         self, vocab_size: int, num_hiddens: int, num_heads: int, num_layers: int,
         ffn_hiddens: int | None = None, max_len: int = 256, positional: str = "sinusoidal",
         dropout: float = 0.0, rotary_scale: float = 1.0,
+        window: int | Sequence[int | None] | None = None, sink: bool = False,
     ) -> None:
         super().__init__()
         vocab_size, num_hiddens, num_heads, num_layers, max_len = (
@@ -105,13 +115,16 @@ class DecoderLM(nn.Module):
             raise ValueError(f"rotary_scale must be 1.0 unless positional='rope' (it rescales "
                              f"RoPE's positions), got rotary_scale={rotary_scale!r} with "
                              f"positional={positional!r}")
+        windows = _layer_windows(window, num_layers)
+        check_bool("sink", sink)
         self.vocab_size, self.max_len, self.positional = vocab_size, max_len, positional
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
         self.blocks = nn.ModuleList(
             TransformerBlock(num_hiddens, num_heads, ffn_hiddens, dropout,
                              rotary=positional == "rope", rotary_scale=rotary_scale,
-                             position_bias=positional if positional in ("alibi", "t5") else None)
-            for _ in range(num_layers))
+                             position_bias=positional if positional in ("alibi", "t5") else None,
+                             window=w, sink=sink)
+            for w in windows)
         self.norm = nn.LayerNorm(num_hiddens)
         self.head = nn.Linear(num_hiddens, vocab_size)
         self.dropout = nn.Dropout(dropout)
@@ -119,9 +132,15 @@ class DecoderLM(nn.Module):
         self.register_buffer("P", table, persistent=False)  # (max_len, N), or empty
         self.attention_weights: list[torch.Tensor | None] = []
 
-    def new_cache(self) -> list[KVCache]:
-        """One empty ``KVCache`` per layer, for ``forward(..., cache=...)``."""
-        return [KVCache() for _ in self.blocks]
+    def new_cache(
+        self, *, window: int | None = None, sinks: int = 0, rope_positions: str = "original",
+    ) -> list[KVCache]:
+        """One empty ``KVCache`` per layer, for ``forward(..., cache=...)``; ``window``,
+        ``sinks`` and ``rope_positions`` go to each (``KVCache``'s policies: a rolling window,
+        StreamingLLM's sinks, RoPE positions in the cache). A cache that evicts streams past
+        ``max_len`` unless the positions are sinusoidal (a table of ``max_len`` rows)."""
+        return [KVCache(window=window, sinks=sinks, rope_positions=rope_positions)
+                for _ in self.blocks]
 
     def forward(
         self, tokens: torch.Tensor, *, cache: list[KVCache] | None = None,
@@ -130,7 +149,8 @@ class DecoderLM(nn.Module):
         self._check_tokens("tokens", tokens, "(B, T)")
         start = 0 if cache is None else self._cached_length(cache, tokens.shape[0])
         T = tokens.shape[1]
-        if start + T > self.max_len:
+        evicts = cache is not None and cache[0].window is not None
+        if start + T > self.max_len and (not evicts or self.positional == "sinusoidal"):
             raise ValueError(f"sequence length must be at most max_len={self.max_len}, "
                              f"got {start + T}" + (f" ({start} cached + {T} new)" if start else ""))
         X = self.embedding(tokens)  # (B, T, N)
@@ -156,21 +176,42 @@ class DecoderLM(nn.Module):
                              f"values from {int(tokens.min())} to {int(tokens.max())}")
 
     def _cached_length(self, cache: object, batch: int) -> int:
-        """T, the tokens every layer's cache holds; raise unless ``cache`` is one ``KVCache``
-        per layer, all of one length, holding a batch of ``batch``."""
+        """The tokens every layer's cache has seen (held, or evicted by a policy): where the
+        new positions start; raise unless ``cache`` is one ``KVCache`` per layer, all alike,
+        holding a batch of ``batch``."""
         if not isinstance(cache, (list, tuple)) or not all(isinstance(c, KVCache) for c in cache):
             got = type(cache).__name__ if not isinstance(cache, (list, tuple)) else \
                 f"a {type(cache).__name__} holding " + ", ".join(
                     sorted({type(c).__name__ for c in cache if not isinstance(c, KVCache)}))
             raise ValueError(f"cache must be a list of one KVCache per layer (new_cache()), got {got}")
         check_size("number of caches (one per layer)", len(self.blocks), len(cache))
-        lengths = [c.length for c in cache]
+        lengths = [c.seen for c in cache]
         if len(set(lengths)) > 1:
             raise ValueError(f"cache must hold one length in every layer, got lengths {lengths}")
+        policies = {(c.window, c.sinks, c.rope_positions) for c in cache}
+        if len(policies) > 1:
+            raise ValueError(f"cache must have one policy (window, sinks, rope_positions) in "
+                             f"every layer, got {sorted(policies, key=str)}")
         held = next((c.keys.shape[0] for c in cache if c.keys is not None), batch)
         if held != batch:
             raise ValueError(f"tokens must have the batch size of the cache (B = {held}), got {batch}")
         return lengths[0]
+
+
+def _layer_windows(window: object, num_layers: int) -> list[int | None]:
+    """One window (None or an int ≥ 1) per layer from DecoderLM's ``window``: None, one int for
+    every layer, or a sequence of one ``int | None`` per layer."""
+    listed = isinstance(window, Sequence) and not isinstance(window, (str, bytes))
+    windows = list(window) if listed else [window] * num_layers
+    if len(windows) != num_layers:
+        raise ValueError(f"window must hold one entry per layer (num_layers={num_layers}), got "
+                         f"{len(windows)} entries: {window!r:.80}")
+    for w in windows:
+        if w is not None and (not isinstance(w, numbers.Integral) or isinstance(w, (bool, np.bool_))
+                              or w < 1):
+            raise ValueError(f"window must be None, an int >= 1 or one int >= 1 or None per "
+                             f"layer, got {window!r:.80}")
+    return [None if w is None else int(w) for w in windows]
 
 
 @torch.no_grad()

@@ -165,7 +165,7 @@ def test_sizes_are_keyword_only_and_d2l_order_is_explained():
     assert [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == ["num_hiddens", "num_heads"]
     assert {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY} == {
         "dropout", "bias", "query_size", "key_size", "value_size", "rotary", "rotary_base",
-        "rotary_scale", "position_bias"}
+        "rotary_scale", "position_bias", "window", "sink"}
     # d2l-zh: MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout)
     with pytest.raises(ValueError, match=r"keyword-only.*d2l-zh's order.*write MultiHeadAttention"
                                          r"\(16, 4, dropout=0.5, query_size=12, key_size=10, value_size=14\)"):
@@ -517,3 +517,205 @@ def test_rotary_scale_rotates_at_the_scaled_positions(scale):
     plain = MultiHeadAttention(8, 2, rotary=True).double().eval()
     plain.load_state_dict(mha.state_dict())
     assert not torch.allclose(plain(X, X, X, causal=True), mha(X, X, X, causal=True))
+
+
+# ---------------------------------------------------------------- sliding window and attention sink
+def band_by_hand(Q: int, K: int, window: int) -> torch.Tensor:
+    """(Q, K) True = takes part: query i at position K − Q + i sees key j iff
+    0 ≤ (K − Q + i) − j < window."""
+    return torch.tensor([[0 <= (K - Q + i) - j < window for j in range(K)] for i in range(Q)])
+
+
+def sink_reference(mha: MultiHeadAttention, q_in, kv_in, take: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out (B, Q, N), weights (B, H, Q, K)) in float64, by hand: scores q kᵀ/√d, −inf where
+    ``take`` (broadcasting to (B, H, Q, K), True = takes part) is False, one more column holding
+    each head's sink logit, softmax, that column dropped, times v, heads merged, W_o."""
+    H = mha.num_heads
+    q = transpose_qkv(q_in.double() @ mha.W_q.weight.double().T, H)  # (B, H, Q, d)
+    k = transpose_qkv(kv_in.double() @ mha.W_k.weight.double().T, H)  # (B, H, K, d)
+    v = transpose_qkv(kv_in.double() @ mha.W_v.weight.double().T, H)  # (B, H, K, d)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~take, -math.inf)
+    sink = mha.sink_logits.detach().double()[None, :, None, None].expand(*scores.shape[:-1], 1)
+    weights = torch.cat([scores, sink], dim=-1).softmax(-1)[..., :-1]  # (B, H, Q, K)
+    return transpose_output(weights @ v) @ mha.W_o.weight.double().T, weights
+
+
+def sink_module(seed: int = 13, **kwargs) -> MultiHeadAttention:
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(8, 2, sink=True, **kwargs).double().eval()
+    with torch.no_grad():
+        mha.sink_logits.copy_(torch.tensor([0.7, -1.3]))  # it starts at 0: make the heads differ
+    return mha
+
+
+@pytest.mark.parametrize("window", [None, 2])
+@pytest.mark.parametrize("lens", [None, [6, 0], [[1, 6, 0, 3], [2, 2, 5, 6]]])
+def test_sink_equals_softmax_with_one_more_column_and_sdpa_with_a_zero_key(window, lens):
+    """In float64: the written-out softmax over [scores, sink] with the sink's column dropped;
+    and F.scaled_dot_product_attention given one more key per head whose score is the sink
+    logit (a zero key, the logit in a float attn_mask) and whose value is 0."""
+    mha = sink_module(window=window)
+    B, Q, K, H, d = 2, 4, 6, 2, 4
+    X = torch.randn(B, K, 8, dtype=torch.float64)
+    queries = X[:, K - Q:]  # the last Q positions
+    take = torch.ones(B, 1, Q, K, dtype=torch.bool)
+    if lens is not None:
+        take = take & (torch.arange(K) < torch.tensor(lens).reshape(B, 1, -1, 1))
+    take = take & band_by_hand(Q, K, K if window is None else window)  # causal (and the band)
+    expected, expected_w = sink_reference(mha, queries, X, take)
+    valid = None if lens is None else torch.tensor(lens)
+    torch.testing.assert_close(mha(queries, X, X, valid, causal=True), expected)
+    torch.testing.assert_close(mha.attention_weights, expected_w)
+    assert bool((mha.attention_weights.sum(-1) < 1).all())
+    torch.testing.assert_close(mha(queries, X, X, valid, causal=True, need_weights=False), expected)
+    assert mha.attention_weights is None
+    q = transpose_qkv(mha.W_q(queries), H)  # (B, H, Q, d)
+    k, v = transpose_qkv(mha.W_k(X), H), transpose_qkv(mha.W_v(X), H)  # (B, H, K, d)
+    zero = torch.zeros(B, H, 1, d, dtype=torch.float64)
+    sink = mha.sink_logits.detach()[None, :, None, None].expand(B, H, Q, 1)
+    mask = torch.cat([torch.zeros(B, H, Q, K, dtype=torch.float64).masked_fill(~take, -math.inf), sink], -1)
+    sdpa = F.scaled_dot_product_attention(q, torch.cat([k, zero], 2), torch.cat([v, zero], 2), attn_mask=mask)
+    torch.testing.assert_close(mha.W_o(transpose_output(sdpa)), expected)
+
+
+@pytest.mark.parametrize("lens", [None, [3, 6], [[1, 2, 3, 6], [6, 5, 4, 2]]])
+def test_sink_at_minus_infinity_equals_torch_multihead_attention(lens):
+    torch.manual_seed(14)
+    ours = MultiHeadAttention(12, 3, bias=True, key_size=5, value_size=7, sink=True).double().eval()
+    ref = copy_into_torch(ours, True, 5, 7).double()
+    q, k, v = (torch.randn(2, n, size, dtype=torch.float64) for n, size in ((4, 12), (6, 5), (6, 7)))
+    valid = None if lens is None else torch.tensor(lens)
+    expected, expected_w = ref(q, k, v, need_weights=True, average_attn_weights=False,
+                               **torch_masks(valid, 2, 3, 4, 6))
+    for logit in (-math.inf, -1e4):
+        with torch.no_grad():
+            ours.sink_logits.fill_(logit)
+        for need_weights in (False, True):  # the weights kept are those of the last call
+            torch.testing.assert_close(ours(q, k, v, valid, need_weights=need_weights), expected)
+        torch.testing.assert_close(ours.attention_weights, expected_w)
+
+
+def test_sink_is_a_learnt_logit_per_head_that_starts_at_zero():
+    mha = MultiHeadAttention(8, 4, sink=True)
+    assert isinstance(mha.sink_logits, nn.Parameter) and mha.sink_logits.shape == (4,)
+    assert bool((mha.sink_logits == 0).all()) and "sink_logits" in mha.state_dict()
+    assert MultiHeadAttention(8, 4).sink_logits is None and "sink_logits" not in MultiHeadAttention(8, 4).state_dict()
+    X = torch.randn(2, 5, 8)
+    for need_weights in (True, False):
+        mha.zero_grad()
+        mha(X, X, X, causal=True, need_weights=need_weights).square().sum().backward()
+        assert mha.sink_logits.grad is not None and bool((mha.sink_logits.grad != 0).all())
+    # every score 0 (W_q = 0) and the sink 10: a row keeps 5 / (5 + e^10) of its weight
+    with torch.no_grad():
+        mha.W_q.weight.mul_(0)
+        mha.sink_logits.fill_(10.0)
+    mha(X, X, X)
+    torch.testing.assert_close(mha.attention_weights.sum(-1), torch.full((2, 4, 5), 5 / (5 + math.exp(10.0))))
+
+
+def test_sink_gradcheck_with_lengths_window_and_cache_free_paths():
+    mha = sink_module(window=2)
+    x = torch.randn(2, 4, 8, dtype=torch.float64, requires_grad=True)
+    for need_weights in (True, False):
+        assert torch.autograd.gradcheck(
+            lambda t: mha(t, t, t, torch.tensor([0, 3]), causal=True, need_weights=need_weights), (x,))
+    assert torch.autograd.gradcheck(lambda s: _with_sink_logits(mha, s, x.detach()),
+                                    (torch.tensor([0.2, -0.4], dtype=torch.float64, requires_grad=True),))
+
+
+def _with_sink_logits(mha: MultiHeadAttention, logits: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The module's output as a function of its sink logits (for gradcheck)."""
+    saved = mha.sink_logits
+    try:
+        del mha.sink_logits
+        mha.sink_logits = logits  # a plain tensor in the parameter's place
+        return mha(x, x, x, causal=True)
+    finally:
+        del mha.sink_logits
+        mha.sink_logits = saved
+
+
+@pytest.mark.parametrize("sizes", [(5, 5), (3, 8)])  # (Q, K)
+@pytest.mark.parametrize("window", [1, 2, 4, 9])
+@pytest.mark.parametrize("lens", [None, [8, 2]])
+def test_window_equals_torch_multihead_attention_with_the_band(sizes, window, lens):
+    """nn.MultiheadAttention's attn_mask means True = *ignore*: the band written out, inverted.
+    A query that sees no key (the band and the lengths disjoint) is NaN there; ours gives the
+    heads' zeros, so only W_o's bias is left."""
+    torch.manual_seed(15)
+    Q, K = sizes
+    ours = MultiHeadAttention(12, 3, bias=True, window=window).eval()
+    ref = copy_into_torch(ours, True, 12, 12)
+    X = torch.randn(2, K, 12)
+    q = X[:, K - Q:]
+    valid = None if lens is None else torch.tensor(lens).clamp(max=K)
+    ignore = ~band_by_hand(Q, K, window)  # (Q, K), True = ignore
+    masks = {} if valid is None else {"key_padding_mask": torch.arange(K)[None, :] >= valid[:, None]}
+    expected, expected_w = ref(q, X, X, attn_mask=ignore, need_weights=True, average_attn_weights=False, **masks)
+    expected = torch.where(expected.isnan(), ref.out_proj.bias.detach(), expected)
+    expected_w = expected_w.nan_to_num(0.0)
+    for need_weights in (False, True):  # the weights kept are those of the last call
+        torch.testing.assert_close(ours(q, X, X, valid, causal=True, need_weights=need_weights), expected)
+    torch.testing.assert_close(ours.attention_weights, expected_w)
+    assert bool((ours.attention_weights[..., ignore] == 0).all())
+
+
+@pytest.mark.parametrize("config", [dict(), dict(rotary=True), dict(position_bias="alibi"),
+                                    dict(position_bias="t5"), dict(sink=True),
+                                    dict(rotary=True, sink=True)], ids=str)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_window_fed_one_token_at_a_time_through_a_cache_equals_the_full_forward(config, need_weights):
+    from helpers import KVCache
+
+    torch.manual_seed(16)
+    mha = MultiHeadAttention(8, 2, window=3, **config).double().eval()
+    with torch.no_grad():
+        for name, p in mha.named_parameters():
+            if name in ("relative_bias.weight", "sink_logits"):
+                p.normal_()
+    X = torch.randn(2, 7, 8, dtype=torch.float64)
+    full = mha(X, X, X, causal=True)
+    banded = mha.attention_weights
+    assert bool((banded[..., ~band_by_hand(7, 7, 3)] == 0).all())
+    plain = MultiHeadAttention(8, 2, **config).double().eval()
+    plain.load_state_dict(mha.state_dict())
+    assert not torch.allclose(plain(X, X, X, causal=True), full)  # the window matters
+    cache = KVCache()
+    parts = [mha(X[:, :2], X[:, :2], X[:, :2], causal=True, cache=cache, need_weights=need_weights)]
+    parts += [mha(X[:, t:t + 1], X[:, t:t + 1], X[:, t:t + 1], causal=True, cache=cache,
+                  need_weights=need_weights) for t in range(2, 7)]
+    torch.testing.assert_close(torch.cat(parts, dim=1), full)
+
+
+def test_window_needs_causal_and_a_positive_size():
+    mha = MultiHeadAttention(8, 2, window=2)
+    assert mha.window == 2 and MultiHeadAttention(8, 2).window is None
+    X = torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match=r"^causal must be True with window=2 \(a sliding window over "
+                                         r"the past\), got causal=False"):
+        mha(X, X, X)
+    for bad in (0, -1, 2.0, True, "2"):
+        with pytest.raises(ValueError, match=r"^window must be a positive int, got"):
+            MultiHeadAttention(8, 2, window=bad)
+    with pytest.raises(ValueError, match=r"^sink must be True or False, got 1"):
+        MultiHeadAttention(8, 2, sink=1)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("lens", [None, [0, 5], [[0, 5, 1], [2, 2, 0]]])
+def test_window_and_sink_every_dtype_close_to_float64(device, dtype, lens):
+    """float16 … float64 on every device, both paths: close to the float64 module, finite for a
+    query with no key (zeros from the heads), the inputs unchanged."""
+    ref = sink_module(window=2)
+    mha = sink_module(window=2).to(device=device, dtype=dtype)
+    X = torch.randn(2, 5, 8, dtype=torch.float64)
+    valid = None if lens is None else torch.tensor(lens)
+    expected = ref(X[:, 2:], X, X, valid, causal=True)
+    inputs = [t.to(device, dtype) for t in (X[:, 2:], X, X)]
+    copies = [t.clone() for t in inputs]
+    for need_weights in (True, False):
+        out = mha(*inputs, None if valid is None else valid.to(device), causal=True, need_weights=need_weights)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        tol = dict(rtol=2e-2, atol=2e-2) if dtype in (torch.float16, torch.bfloat16) else TOL[dtype]
+        torch.testing.assert_close(out.cpu().double(), expected, **tol)
+    assert all(torch.equal(a, b) for a, b in zip(inputs, copies))

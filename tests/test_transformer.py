@@ -232,3 +232,96 @@ def test_rotary_scale_is_position_interpolation_of_the_same_weights():
     expected = (q @ k.transpose(-2, -1) / 8 ** 0.5).masked_fill(future, float("-inf")).softmax(-1)
     torch.testing.assert_close(half.attention_weights[0], expected.detach())
     assert not torch.allclose(half(tokens), model(tokens))
+
+
+# ---------------------------------------------------------------- sliding windows and attention sinks
+def band(T: int, window: int) -> torch.Tensor:
+    """(T, T) True = takes part: position i sees j iff 0 ≤ i − j < window."""
+    return torch.tensor([[0 <= i - j < window for j in range(T)] for i in range(T)])
+
+
+def test_window_per_layer_reaches_every_block():
+    model = DecoderLM(5, 8, 2, num_layers=2, max_len=6, window=[2, None])
+    assert [b.attention.window for b in model.blocks] == [2, None]
+    assert [b.attention.window for b in DecoderLM(5, 8, 2, 3, window=4).blocks] == [4, 4, 4]
+    assert [b.attention.window for b in DecoderLM(5, 8, 2, 3, window=(None, 1, 3)).blocks] == [None, 1, 3]
+    assert all(b.attention.window is None and b.attention.sink_logits is None for b in DecoderLM(5, 8, 2, 2).blocks)
+    with_sink = DecoderLM(5, 8, 2, num_layers=2, sink=True)
+    assert all(b.attention.sink_logits.shape == (2,) for b in with_sink.blocks)
+    assert sum(p.numel() for p in with_sink.parameters()) - sum(
+        p.numel() for p in DecoderLM(5, 8, 2, num_layers=2).parameters()) == 2 * 2
+    block = TransformerBlock(8, 2, 16, window=3, sink=True)
+    assert block.attention.window == 3 and block.attention.sink_logits.shape == (2,)
+
+
+@pytest.mark.parametrize("window, match", [
+    ([2], r"^window must hold one entry per layer \(num_layers=2\), got 1 entries"),
+    ([2, None, 3], r"^window must hold one entry per layer \(num_layers=2\), got 3 entries"),
+    ([0, None], r"^window must be None, an int >= 1 or one int >= 1 or None per layer, got \[0, None\]"),
+    ([2, 2.5], r"^window must be None, an int >= 1 .* got \[2, 2.5\]"),
+    ([True, 2], r"^window must be None, an int >= 1 .* got \[True, 2\]"),
+    (0, r"^window must be None, an int >= 1 .* got 0"),
+    ("22", r"^window must be None, an int >= 1 .* got '22'"),
+    (2.0, r"^window must be None, an int >= 1 .* got 2.0"),
+])
+def test_bad_windows_are_refused(window, match):
+    with pytest.raises(ValueError, match=match):
+        DecoderLM(5, 8, 2, num_layers=2, window=window)
+
+
+def test_sink_must_be_a_flag():
+    with pytest.raises(ValueError, match=r"^sink must be True or False, got 'yes'"):
+        DecoderLM(5, 8, 2, num_layers=2, sink="yes")
+    with pytest.raises(ValueError, match=r"^causal must be True with window=2"):
+        TransformerBlock(8, 2, 16, window=2)(torch.randn(1, 3, 8))
+
+
+@pytest.mark.parametrize("positional", ["rope", "alibi", "sinusoidal"])
+def test_windows_and_sinks_generate_the_same_tokens_with_and_without_a_cache(positional):
+    """Gemma-style local and global layers, each with a learnt sink: greedy decoding with a
+    KVCache gives the tokens of re-running the whole sequence, and the logits of a prompt fed
+    through a cache token by token are those of the full forward."""
+    torch.manual_seed(6)
+    model = DecoderLM(9, 16, 2, num_layers=3, max_len=24, positional=positional,
+                      window=[2, None, 3], sink=True).double().eval()
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attention.sink_logits.normal_()
+    prompt = torch.randint(0, 9, (3, 4))
+    assert torch.equal(generate(model, prompt, 12, use_cache=True), generate(model, prompt, 12, use_cache=False))
+    tokens = torch.randint(0, 9, (2, 10))
+    full = model(tokens)
+    weights = model.attention_weights
+    for w, window in zip(weights, (2, 10, 3)):  # the band of each layer, rows summing below 1
+        assert bool((w[..., ~band(10, window)] == 0).all()) and bool((w.sum(-1) < 1).all())
+    cache = model.new_cache()
+    steps = [model(tokens[:, :3], cache=cache)] + [model(tokens[:, t:t + 1], cache=cache) for t in range(3, 10)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full)
+    plain = DecoderLM(9, 16, 2, num_layers=3, max_len=24, positional=positional, sink=True).double().eval()
+    plain.load_state_dict(model.state_dict())
+    assert not torch.allclose(plain(tokens), full)  # the windows matter
+
+
+def test_block_with_window_and_sink_equals_the_block_written_out():
+    """The block's attention with a window and a sink, written out: LayerNorm, projections,
+    scores masked to the band, softmax over [scores, sink] without the sink's column."""
+    torch.manual_seed(7)
+    block = TransformerBlock(8, 2, 12, window=2, sink=True).double().eval()
+    with torch.no_grad():
+        block.attention.sink_logits.copy_(torch.tensor([0.5, -0.5]))
+    X = torch.randn(2, 5, 8, dtype=torch.float64)
+    att = block.attention
+    Y = block.norm1(X)
+    q, k, v = (transpose_heads(layer(Y)) for layer in (att.W_q, att.W_k, att.W_v))  # (B, H, T, 4)
+    scores = (q @ k.transpose(-2, -1) / 2.0).masked_fill(~band(5, 2), float("-inf"))  # √d = 2
+    sink = att.sink_logits[None, :, None, None].expand(2, 2, 5, 1)
+    weights = torch.cat([scores, sink], dim=-1).softmax(-1)[..., :-1]  # (B, H, T, T)
+    H1 = X + att.W_o((weights @ v).transpose(1, 2).reshape(2, 5, 8))
+    expected = H1 + block.ffn(block.norm2(H1))
+    torch.testing.assert_close(block(X, causal=True), expected)
+    torch.testing.assert_close(block(X, causal=True, need_weights=False), expected)
+
+
+def transpose_heads(x: torch.Tensor) -> torch.Tensor:
+    """(B, T, 8) → (B, 2, T, 4): two heads."""
+    return x.reshape(x.shape[0], x.shape[1], 2, 4).transpose(1, 2)

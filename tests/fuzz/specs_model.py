@@ -1,6 +1,6 @@
-"""Specs for the model stack: multihead (with ALiBi and T5's bias), kv_cache, transformer (with
-``generate``), rotary, and ``checks.check_holds_data`` (see ``tests/fuzz/__init__.py`` for the
-format).
+"""Specs for the model stack: multihead (with ALiBi and T5's bias, sliding windows and attention
+sinks), kv_cache, transformer (with ``generate``), rotary, and ``checks.check_holds_data`` (see
+``tests/fuzz/__init__.py`` for the format).
 
 The references are written out here in float64: projections, heads, RoPE (the rotation
 formula, queries at positions K − Q + i, positions × rotary_scale), ALiBi's −s_h·(m − n) and
@@ -12,6 +12,7 @@ from __future__ import annotations
 import cmath
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -98,7 +99,9 @@ def layer_norm(norm: torch.nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
 def mha_reference(m: MultiHeadAttention, queries, keys, values, valid_lens=None,
                   causal=False) -> torch.Tensor:
     """softmax(q kᵀ/√d) v per head, keys past the valid length and (causal) in a query's future
-    hidden, query i at position K − Q + i (for the causal mask and for RoPE); (B, Q, N)."""
+    or W or more positions behind it (``m.window``) hidden, query i at position K − Q + i (for
+    the causal mask and for RoPE); with ``m.sink_logits``, the softmax over the scores and one
+    more column holding the head's logit, that column dropped; (B, Q, N)."""
     H = m.num_heads
     q, k, v = (transpose_qkv(linear(layer, x), H) for layer, x in (
         (m.W_q, queries), (m.W_k, keys), (m.W_v, values)))  # (B, H, T, d)
@@ -108,8 +111,9 @@ def mha_reference(m: MultiHeadAttention, queries, keys, values, valid_lens=None,
     if valid_lens is not None:
         lens = torch.as_tensor(valid_lens).reshape(B, 1, -1, 1)  # (B, 1, 1 or Q, 1)
         take = take & (torch.arange(K) < lens)
-    if causal:
-        take = take & (torch.arange(K)[None, :] <= torch.arange(Q)[:, None] + (K - Q))
+    if causal:  # query i at K − Q + i sees key j iff 0 ≤ (K − Q + i) − j < W (no window: W = K)
+        back = torch.arange(Q)[:, None] + (K - Q) - torch.arange(K)[None, :]  # (Q, K)
+        take = take & (back >= 0) & (back < (K if m.window is None else m.window))
     if m.rotary:
         s = m.rotary_scale
         q, k = rotate(q, torch.arange(K - Q, K) * s, m.rotary_base), rotate(k, torch.arange(K) * s, m.rotary_base)
@@ -119,7 +123,11 @@ def mha_reference(m: MultiHeadAttention, queries, keys, values, valid_lens=None,
     if m.position_bias is not None:
         scores = scores + bias_reference(m, Q, K)
     scores = scores.masked_fill(~take, -math.inf)
-    w = scores.softmax(-1).nan_to_num(0.0)  # a row with no key: all zeros
+    if m.sink_logits is None:
+        w = scores.softmax(-1).nan_to_num(0.0)  # a row with no key: all zeros
+    else:  # one more column holding each head's sink logit, dropped after the softmax
+        sink = m.sink_logits.detach().double()[None, :, None, None].expand(*scores.shape[:-1], 1)
+        w = torch.cat([scores, sink], dim=-1).softmax(-1)[..., :-1]  # (B, H, Q, K)
     return linear(m.W_o, transpose_output(w @ v))
 
 
@@ -175,6 +183,26 @@ LM_OTHER = {kind: seeded(lambda kind=kind: random_t5_tables(DecoderLM(5, 8, 2, 2
 LM_PI = seeded(lambda: DecoderLM(5, 8, 2, 2, max_len=6, positional="rope", rotary_scale=0.5))
 
 
+def random_sinks(module):
+    """Sink logits start at 0: fill them (seeded), so that a wrong head or a lost sink shows."""
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith("sink_logits"):
+                p.copy_(torch.randn(p.shape, generator=g))
+    return module
+
+
+MHA_WIN = seeded(lambda: MultiHeadAttention(8, 2, query_size=4, key_size=6, value_size=5, window=2))
+MHA_SINK = seeded(lambda: random_sinks(MultiHeadAttention(8, 2, query_size=4, key_size=6, value_size=5,
+                                                          rotary=True, window=3, sink=True)))
+MHA_WIN_ALIBI = seeded(lambda: random_sinks(MultiHeadAttention(8, 2, query_size=4, key_size=6, value_size=5,
+                                                               position_bias="alibi", window=2, sink=True)))
+BLOCK_WS = seeded(lambda: random_sinks(TransformerBlock(8, 2, 12, rotary=True, window=2, sink=True)))
+LM_WS = seeded(lambda: random_sinks(DecoderLM(5, 8, 2, 2, max_len=6, positional="rope", window=[2, None],
+                                              sink=True)))
+
+
 def filled_cache(B=1, H=2, T_=3, d=4, dtype=torch.float32) -> KVCache:
     cache = KVCache()
     cache.append(rand(B, H, T_, d, dtype=dtype), rand(B, H, T_, d + 2, dtype=dtype))
@@ -218,18 +246,19 @@ SPECS: list[Spec] = [
     Spec("helpers.multihead.MultiHeadAttention", call=MultiHeadAttention,
          good=lambda: dict(num_hiddens=8, num_heads=2, dropout=0.0, bias=False, query_size=None,
                            key_size=None, value_size=None, rotary=False, rotary_base=10000.0,
-                           rotary_scale=1.0, position_bias=None),
+                           rotary_scale=1.0, position_bias=None, window=None, sink=False),
          rules={"num_hiddens": "size", "num_heads": "size", "dropout": "probability", "bias": "flag",
                 "query_size": "size or None", "key_size": "size or None", "value_size": "size or None",
                 "rotary": "flag", "rotary_base": "above one", "rotary_scale": "positive",
-                "position_bias": OneOf((None, *POSITION_BIASES))},
+                "position_bias": OneOf((None, *POSITION_BIASES)), "window": "size or None", "sink": "flag"},
          valid=lambda kw: kw["num_hiddens"] % kw["num_heads"] == 0 and (
              not kw["rotary"] or kw["num_hiddens"] // kw["num_heads"] % 2 == 0) and (
              kw["rotary"] or kw["rotary_scale"] == 1),
          check=lambda m, kw: isinstance(m, MultiHeadAttention) and m.W_o.out_features == kw["num_hiddens"]
          and m.W_k.in_features == (kw["key_size"] or kw["num_hiddens"]) and m.num_heads == kw["num_heads"]
          and (m.W_q.bias is not None) == bool(kw["bias"]) and m.position_bias == kw["position_bias"]
-         and hasattr(m, "relative_bias") == (kw["position_bias"] == "t5"),
+         and hasattr(m, "relative_bias") == (kw["position_bias"] == "t5") and m.window == kw["window"]
+         and (m.sink_logits is not None) == bool(kw["sink"]),
          bad=[Case("rotary-odd-head", lambda kw: kw.update(num_hiddens=6, rotary=True)),
               Case("heads-3-of-8", lambda kw: kw.update(num_heads=3)),
               Case("rotary_scale-without-rotary", lambda kw: kw.update(rotary_scale=0.5), r"rotary_scale must"),
@@ -241,7 +270,12 @@ SPECS: list[Spec] = [
                Case("t5-table", lambda kw: kw.update(position_bias="t5", num_heads=4),
                     lambda m, kw: m.relative_bias.weight.shape == (32, 4) and bool((m.relative_bias.weight == 0).all())),
                Case("alibi-with-rotary", lambda kw: kw.update(position_bias="alibi", rotary=True),
-                    lambda m, kw: m.rotary and m.position_bias == "alibi")]),
+                    lambda m, kw: m.rotary and m.position_bias == "alibi"),
+               Case("sink-logits", lambda kw: kw.update(sink=True, num_heads=4),
+                    lambda m, kw: m.sink_logits.shape == (4,) and bool((m.sink_logits == 0).all())
+                    and m.sink_logits.requires_grad),
+               Case("window-4-rotary", lambda kw: kw.update(window=4, rotary=True),
+                    lambda m, kw: m.window == 4 and type(m.window) is int)]),
     Spec("helpers.multihead.MultiHeadAttention.forward", call=lambda module=MHA, **kw: module(**kw), good=MHA_KW,
          rules={"queries": T(rank=3), "keys": T(rank=3), "values": T(rank=3),
                 "valid_lens": T(dtype="integer", optional=True, lists=True),
@@ -256,7 +290,8 @@ SPECS: list[Spec] = [
               Case("cache-batch-1", lambda kw: kw.update(cache=filled_cache(1, 2, 3, 4))),
               Case("cache-float64", lambda kw: kw.update(cache=filled_cache(2, 2, 3, 4, torch.float64))),
               Case("alibi-not-causal", lambda kw: kw.update(module=MHA_BIAS["alibi"], causal=False), r"causal must"),
-              Case("t5-not-causal", lambda kw: kw.update(module=MHA_BIAS["t5"], causal=False), r"causal must")],
+              Case("t5-not-causal", lambda kw: kw.update(module=MHA_BIAS["t5"], causal=False), r"causal must"),
+              Case("window-not-causal", lambda kw: kw.update(module=MHA_WIN, causal=False), r"causal must")],
          edge=[
              Case("per-query-lens", lambda kw: kw.update(valid_lens=torch.tensor([[1, 2, 3], [0, 5, 4]])),
                   lambda out, kw: close(out, mha_reference(MHA, kw["queries"], kw["keys"], kw["values"],
@@ -307,7 +342,34 @@ SPECS: list[Spec] = [
                   keys=rand(2, 5, 6)[:, 3:], values=rand(2, 5, 5)[:, 3:], valid_lens=None),
                    lambda out, kw, kind=kind: close(out, mha_reference(
                        MHA_BIAS[kind], rand(2, 3, 4), rand(2, 5, 6), rand(2, 5, 5), None, True)))
-              for kind in POSITION_BIASES]),
+              for kind in POSITION_BIASES]
+           + [Case(f"{name}{'-sdpa' if not weights else ''}{'-lens' if lens else ''}",
+                   lambda kw, module=module, weights=weights, lens=lens: kw.update(
+                       module=module, need_weights=weights,
+                       valid_lens=torch.tensor([[0, 2, 3], [5, 4, 1]]) if lens else None),
+                   lambda out, kw, module=module: close(out, mha_reference(
+                       module, kw["queries"], kw["keys"], kw["values"], kw["valid_lens"], True)))
+              for name, module in (("window", MHA_WIN), ("window-sink-rope", MHA_SINK),
+                                   ("window-sink-alibi", MHA_WIN_ALIBI))
+              for weights in (True, False) for lens in (False, True)]
+           + [Case(f"{name}-cache-continues", lambda kw, module=module: kw.update(
+                  module=module,
+                  cache=prefilled(module, rand(2, 2, 4), rand(2, 5, 6)[:, :3], rand(2, 5, 5)[:, :3], causal=True),
+                  keys=rand(2, 5, 6)[:, 3:], values=rand(2, 5, 5)[:, 3:], valid_lens=None),
+                   lambda out, kw, module=module: close(out, mha_reference(
+                       module, rand(2, 3, 4), rand(2, 5, 6), rand(2, 5, 5), None, True)))
+              for name, module in (("window", MHA_WIN), ("window-sink-rope", MHA_SINK),
+                                   ("window-sink-alibi", MHA_WIN_ALIBI))]
+           + [Case("window-nan-past-lens", lambda kw: kw.update(
+                  module=MHA_SINK, keys=nan_past_lens(kw["keys"]), values=nan_past_lens(kw["values"])),
+                   lambda out, kw: close(out, mha_reference(MHA_SINK, rand(2, 3, 4), rand(2, 5, 6),
+                                                            rand(2, 5, 5), [2, 5], True))),
+              Case("sink-K-0", lambda kw: kw.update(module=MHA_SINK, keys=rand(2, 0, 6), values=rand(2, 0, 5),
+                                                    valid_lens=None),
+                   lambda out, kw: out.shape == (2, 3, 8) and bool((out == 0).all())),
+              Case("sink-weights-below-1", lambda kw: kw.update(module=MHA_SINK, valid_lens=None),
+                   lambda out, kw: MHA_SINK.attention_weights.shape == (2, 2, 3, 5)
+                   and bool((MHA_SINK.attention_weights.sum(-1) < 1).all()))]),
     Spec("helpers.multihead.MultiHeadAttention.score_bias",
          call=lambda module=MHA_BIAS["alibi"], **kw: module.score_bias(**kw),
          good=lambda: dict(num_queries=3, num_keys=5),
@@ -349,60 +411,27 @@ SPECS: list[Spec] = [
                Case("empty", lambda kw: kw.update(distances=torch.zeros(0, 3, dtype=torch.long)),
                     lambda out, kw: out.shape == (0, 3)),
                Case("huge", lambda kw: kw.update(distances=torch.tensor([10**15])), lambda out, kw: out.tolist() == [31])]),
-    # ---------------------------------------------------------------- kv_cache
-    Spec("helpers.kv_cache.KVCache", call=KVCache, good=dict,
-         check=lambda c, kw: isinstance(c, KVCache) and c.length == 0 and c.nbytes() == 0 and c.keys is None),
-    Spec("helpers.kv_cache.KVCache.append",
-         call=lambda cache=None, **kw: (KVCache() if cache is None else cache).append(**kw),
-         good=lambda: dict(keys=rand(1, 2, 3, 4), values=rand(1, 2, 3, 6)),
-         rules={"keys": T(rank=4), "values": T(rank=4)},
-         check=lambda out, kw: torch.equal(out[0], kw["keys"]) and torch.equal(out[1], kw["values"]),
-         bad=[Case("T_new-differs", lambda kw: kw.update(values=rand(1, 2, 2, 6)), r"values must"),
-              Case("B-differs", lambda kw: kw.update(values=rand(2, 2, 3, 6)), r"values must"),
-              Case("H-differs", lambda kw: kw.update(values=rand(1, 3, 3, 6)), r"values must"),
-              Case("onto-float32-float64", lambda kw: kw.update(
-                  cache=filled_cache(), keys=rand(1, 2, 1, 4, dtype=torch.float64),
-                  values=rand(1, 2, 1, 6, dtype=torch.float64)), r"keys must"),
-              Case("onto-cpu-meta", lambda kw: kw.update(
-                  cache=filled_cache(), keys=torch.empty(1, 2, 1, 4, device="meta"),
-                  values=torch.empty(1, 2, 1, 6, device="meta")), r"keys must"),
-              Case("onto-H-2-H-3", lambda kw: kw.update(cache=filled_cache(), keys=rand(1, 3, 1, 4),
-                                                        values=rand(1, 3, 1, 6)), r"keys must"),
-              Case("onto-values-size-differs", lambda kw: kw.update(cache=filled_cache(), keys=rand(1, 2, 1, 4),
-                                                                    values=rand(1, 2, 1, 4)), r"values must")],
-         edge=[Case("onto-filled", lambda kw: kw.update(cache=filled_cache(), keys=rand(1, 2, 2, 4),
-                                                        values=rand(1, 2, 2, 6)),
-                    lambda out, kw: torch.equal(out[0], torch.cat([rand(1, 2, 3, 4), rand(1, 2, 2, 4)], 2))
-                    and torch.equal(out[1], torch.cat([rand(1, 2, 3, 6), rand(1, 2, 2, 6)], 2))),
-               Case("float16", lambda kw: kw.update(keys=rand(1, 2, 3, 4, dtype=torch.float16),
-                                                    values=rand(1, 2, 3, 6, dtype=torch.float16)),
-                    lambda out, kw: out[0].dtype == torch.float16 and torch.equal(out[1], kw["values"])),
-               Case("T_new-0", lambda kw: kw.update(keys=rand(1, 2, 0, 4), values=rand(1, 2, 0, 6)),
-                    lambda out, kw: out[0].shape == (1, 2, 0, 4))]),
-    Spec("helpers.kv_cache.KVCache.nbytes", call=lambda cache: cache.nbytes(),
-         good=lambda: dict(cache=filled_cache()),
-         check=lambda out, kw: out == (1 * 2 * 3 * 4 + 1 * 2 * 3 * 6) * 4,
-         edge=[Case("empty", lambda kw: kw.update(cache=KVCache()), lambda out, kw: out == 0),
-               Case("float16", lambda kw: kw.update(cache=filled_cache(dtype=torch.float16)),
-                    lambda out, kw: out == (24 + 36) * 2)]),
     # ---------------------------------------------------------------- transformer
     Spec("helpers.transformer.TransformerBlock", call=TransformerBlock,
          good=lambda: dict(num_hiddens=8, num_heads=2, ffn_hiddens=12, dropout=0.0, activation="gelu",
-                           rotary=False, rotary_scale=1.0, position_bias=None),
+                           rotary=False, rotary_scale=1.0, position_bias=None, window=None, sink=False),
          rules={"num_hiddens": "size", "num_heads": "size", "ffn_hiddens": "size", "dropout": "probability",
                 "activation": OneOf(("gelu", "relu")), "rotary": "flag", "rotary_scale": "positive",
-                "position_bias": OneOf((None, *POSITION_BIASES))},
+                "position_bias": OneOf((None, *POSITION_BIASES)), "window": "size or None", "sink": "flag"},
          valid=lambda kw: kw["num_hiddens"] % kw["num_heads"] == 0 and (
              not kw["rotary"] or kw["num_hiddens"] // kw["num_heads"] % 2 == 0) and (
              kw["rotary"] or kw["rotary_scale"] == 1),
          check=lambda b, kw: isinstance(b, TransformerBlock) and b.ffn[0].out_features == kw["ffn_hiddens"]
          and b.norm1.normalized_shape == (kw["num_hiddens"],) and b.attention.rotary == bool(kw["rotary"])
          and b.dropout.p == kw["dropout"] and type(b.ffn[0].out_features) is int
-         and b.attention.position_bias == kw["position_bias"] and b.attention.rotary_scale == kw["rotary_scale"],
+         and b.attention.position_bias == kw["position_bias"] and b.attention.rotary_scale == kw["rotary_scale"]
+         and b.attention.window == kw["window"] and (b.attention.sink_logits is not None) == bool(kw["sink"]),
          bad=[Case("rotary-odd-head", lambda kw: kw.update(num_hiddens=6, rotary=True)),
               Case("rotary_scale-without-rotary", lambda kw: kw.update(rotary_scale=2.0), r"rotary_scale must")],
          edge=[Case("rope-interpolated", lambda kw: kw.update(rotary=True, rotary_scale=0.5),
-                    lambda b, kw: b.attention.rotary_scale == 0.5)]),
+                    lambda b, kw: b.attention.rotary_scale == 0.5),
+               Case("window-sink", lambda kw: kw.update(window=3, sink=True),
+                    lambda b, kw: b.attention.window == 3 and b.attention.sink_logits.shape == (2,))]),
     Spec("helpers.transformer.TransformerBlock.forward", call=lambda block=BLOCK, **kw: block(**kw),
          good=lambda: dict(X=rand(2, 4, 8), valid_lens=torch.tensor([3, 4]), causal=True, cache=None,
                            need_weights=True),
@@ -418,24 +447,52 @@ SPECS: list[Spec] = [
                     lambda out, kw: out.shape == (2, 0, 8))]
          + [Case(kind, lambda kw, kind=kind: kw.update(block=BLOCK_BIAS[kind]),
                  lambda out, kw, kind=kind: close(out, block_reference(BLOCK_BIAS[kind], kw["X"], kw["valid_lens"], True)))
-            for kind in POSITION_BIASES]),
+            for kind in POSITION_BIASES]
+         + [Case("window-sink", lambda kw: kw.update(block=BLOCK_WS),
+                 lambda out, kw: close(out, block_reference(BLOCK_WS, kw["X"], kw["valid_lens"], True))),
+            Case("window-sink-sdpa", lambda kw: kw.update(block=BLOCK_WS, need_weights=False),
+                 lambda out, kw: close(out, block_reference(BLOCK_WS, kw["X"], kw["valid_lens"], True))),
+            Case("window-sink-cache-continues", lambda kw: kw.update(
+                block=BLOCK_WS, cache=prefilled(BLOCK_WS, rand(2, 4, 8)[:, :2], causal=True),
+                X=rand(2, 4, 8)[:, 2:], valid_lens=None),
+                lambda out, kw: close(out, block_reference(BLOCK_WS, rand(2, 4, 8), None, True)[:, 2:]))]),
     Spec("helpers.transformer.DecoderLM", call=DecoderLM,
          good=lambda: dict(vocab_size=5, num_hiddens=8, num_heads=2, num_layers=1, ffn_hiddens=None,
-                           max_len=6, positional="sinusoidal", dropout=0.0, rotary_scale=1.0),
+                           max_len=6, positional="sinusoidal", dropout=0.0, rotary_scale=1.0, window=None,
+                           sink=False),
          rules={"vocab_size": "size", "num_hiddens": "size", "num_heads": "size", "num_layers": "size",
                 "ffn_hiddens": "size or None", "max_len": "size", "positional": OneOf(POSITIONAL),
-                "dropout": "probability", "rotary_scale": "positive"},
+                "dropout": "probability", "rotary_scale": "positive",
+                "window": "size or None",  # (the pools hold no list: the lists are below)
+                "sink": "flag"},
          valid=lambda kw: kw["num_hiddens"] % kw["num_heads"] == 0 and (
              kw["positional"] != "rope" or kw["num_hiddens"] // kw["num_heads"] % 2 == 0) and (
              kw["positional"] == "rope" or kw["rotary_scale"] == 1),
          check=lambda m, kw: isinstance(m, DecoderLM) and len(m.blocks) == kw["num_layers"]
          and m.head.out_features == kw["vocab_size"] and m.max_len == kw["max_len"]
-         and m.blocks[0].ffn[0].out_features == (kw["ffn_hiddens"] or 4 * kw["num_hiddens"]),
+         and m.blocks[0].ffn[0].out_features == (kw["ffn_hiddens"] or 4 * kw["num_hiddens"])
+         and all(b.attention.window == kw["window"] for b in m.blocks)
+         and all((b.attention.sink_logits is not None) == bool(kw["sink"]) for b in m.blocks),
          bad=[Case("rope-odd-head", lambda kw: kw.update(num_hiddens=6, positional="rope")),
-              Case("rotary_scale-sinusoidal", lambda kw: kw.update(rotary_scale=0.5), r"rotary_scale must")],
+              Case("rotary_scale-sinusoidal", lambda kw: kw.update(rotary_scale=0.5), r"rotary_scale must"),
+              Case("window-list-too-short", lambda kw: kw.update(num_layers=2, window=[2]), r"window must"),
+              Case("window-list-too-long", lambda kw: kw.update(window=[2, None]), r"window must"),
+              Case("window-list-0", lambda kw: kw.update(num_layers=2, window=[0, None]), r"window must"),
+              Case("window-list-float", lambda kw: kw.update(num_layers=2, window=[2.0, None]), r"window must"),
+              Case("window-list-bool", lambda kw: kw.update(num_layers=2, window=[True, None]), r"window must"),
+              Case("window-list-str", lambda kw: kw.update(num_layers=2, window=[2, "none"]), r"window must"),
+              Case("window-str", lambda kw: kw.update(num_layers=2, window="22"), r"window must")],
          edge=[Case("rope", lambda kw: kw.update(positional="rope"), lambda m, kw: m.blocks[0].attention.rotary),
                Case("rope-interpolated", lambda kw: kw.update(positional="rope", rotary_scale=0.5),
-                    lambda m, kw: all(b.attention.rotary_scale == 0.5 for b in m.blocks))]
+                    lambda m, kw: all(b.attention.rotary_scale == 0.5 for b in m.blocks)),
+               Case("window-per-layer", lambda kw: kw.update(num_layers=3, window=[2, None, 4]),
+                    lambda m, kw: [b.attention.window for b in m.blocks] == [2, None, 4]),
+               Case("window-tuple-numpy", lambda kw: kw.update(num_layers=2, window=(np.int64(3), None)),
+                    lambda m, kw: [b.attention.window for b in m.blocks] == [3, None]
+                    and type(m.blocks[0].attention.window) is int),
+               Case("window-int-every-layer", lambda kw: kw.update(num_layers=2, window=3, sink=True),
+                    lambda m, kw: [b.attention.window for b in m.blocks] == [3, 3]
+                    and all(b.attention.sink_logits.shape == (2,) for b in m.blocks))]
          + [Case(kind, lambda kw, kind=kind: kw.update(positional=kind),
                  lambda m, kw, kind=kind: all(b.attention.position_bias == kind for b in m.blocks))
             for kind in POSITION_BIASES]),
@@ -466,7 +523,15 @@ SPECS: list[Spec] = [
                Case("max_len", lambda kw: kw.update(tokens=torch.tensor([[1, 2, 3, 4, 0, 1]])),
                     lambda out, kw: close(out, lm_reference(LM, kw["tokens"]))),
                Case("rope-interpolated", lambda kw: kw.update(model=LM_PI),
-                    lambda out, kw: close(out, lm_reference(LM_PI, kw["tokens"])))]
+                    lambda out, kw: close(out, lm_reference(LM_PI, kw["tokens"]))),
+               Case("window-sink", lambda kw: kw.update(model=LM_WS, tokens=torch.tensor([[1, 2, 3, 4, 0], [4, 0, 2, 2, 1]])),
+                    lambda out, kw: close(out, lm_reference(LM_WS, kw["tokens"]))),
+               Case("window-sink-sdpa", lambda kw: kw.update(model=LM_WS, need_weights=False),
+                    lambda out, kw: close(out, lm_reference(LM_WS, kw["tokens"]))),
+               Case("window-sink-cache-continues", lambda kw: kw.update(
+                   model=LM_WS, cache=prefilled(LM_WS, torch.tensor([[1, 2, 3], [4, 0, 2]])),
+                   tokens=torch.tensor([[3], [2]])),
+                   lambda out, kw: close(out, lm_reference(LM_WS, torch.tensor([[1, 2, 3, 3], [4, 0, 2, 2]]))[:, 3:]))]
          + [Case(kind, lambda kw, kind=kind: kw.update(model=LM_OTHER[kind]),
                  lambda out, kw, kind=kind: close(out, lm_reference(LM_OTHER[kind], kw["tokens"])))
             for kind in LM_OTHER]
@@ -475,9 +540,17 @@ SPECS: list[Spec] = [
              tokens=torch.tensor([[3], [2]])),
              lambda out, kw, kind=kind: close(out, lm_reference(LM_OTHER[kind], torch.tensor([[1, 2, 3], [4, 0, 2]]))[:, 2:]))
             for kind in POSITION_BIASES]),
-    Spec("helpers.transformer.DecoderLM.new_cache", call=lambda: LM.new_cache(), good=dict,
+    Spec("helpers.transformer.DecoderLM.new_cache", call=lambda **kw: LM.new_cache(**kw),
+         good=lambda: dict(window=3, sinks=1, rope_positions="original"),
+         rules={"window": "size or None", "sinks": "count",
+                "rope_positions": OneOf(("original", "cache"))},
+         valid=lambda kw: kw["sinks"] == 0 or kw["window"] is not None,
          check=lambda out, kw: isinstance(out, list) and len(out) == 2
-         and all(isinstance(c, KVCache) and c.length == 0 for c in out) and out[0] is not out[1]),
+         and all(isinstance(c, KVCache) and c.length == 0 and c.window == kw["window"]
+                 and c.sinks == kw["sinks"] and c.rope_positions == kw["rope_positions"]
+                 for c in out) and out[0] is not out[1],
+         edge=[Case("no-policy", lambda kw: kw.clear(),
+                    lambda out, kw: all(c.window is None and c.sinks == 0 for c in out))]),
     Spec("helpers.transformer.generate", call=generate,
          good=lambda: dict(model=LM, prompt=torch.tensor([[1, 2], [3, 4]]), num_new=2, use_cache=True),
          rules={"model": lambda v: isinstance(v, DecoderLM), "prompt": T(rank=2, dtype="long"),
@@ -499,7 +572,9 @@ SPECS: list[Spec] = [
                     lambda out, kw: torch.equal(out, greedy_reference(LM, kw["prompt"], 4)))]
          + [Case(f"{kind}-model", lambda kw, kind=kind: kw.update(model=LM_OTHER[kind], num_new=4),
                  lambda out, kw, kind=kind: torch.equal(out, greedy_reference(LM_OTHER[kind], kw["prompt"], 4)))
-            for kind in POSITION_BIASES]),
+            for kind in POSITION_BIASES]
+         + [Case("window-sink-model", lambda kw: kw.update(model=LM_WS, prompt=torch.tensor([[1], [3]]), num_new=5),
+                 lambda out, kw: torch.equal(out, greedy_reference(LM_WS, kw["prompt"], 5)))]),
     # ---------------------------------------------------------------- rotary
     Spec("helpers.rotary.apply_rotary", call=rotary.apply_rotary,
          good=lambda: dict(x=rand(2, 3, 5, 8), positions=torch.tensor([3, 0, 7, 100, -5]), base=500.0,
