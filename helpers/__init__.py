@@ -14,6 +14,7 @@ from .kernel_regression import (
     target_function,
 )
 from .kv_cache import KVCache
+from .latent_attention import LatentCache, MultiHeadLatentAttention
 from .masking import (
     causal_mask, masked_softmax, sequence_mask, softmax_with_mask, valid_lens_to_mask,
 )
@@ -21,6 +22,7 @@ from .multihead import MultiHeadAttention, transpose_output, transpose_qkv
 from .plotting import set_theme, show_heatmaps, to_numpy
 from .positional import PositionalEncoding, sinusoidal_table
 from .rotary import apply_rotary
+from .sinks import sink_softmax
 from .tiling import tiled_attention
 from .transformer import DecoderLM, TransformerBlock, generate
 
@@ -34,8 +36,10 @@ __all__ = [
     "set_theme", "show_heatmaps", "to_numpy",
     "PositionalEncoding", "sinusoidal_table",
     "apply_rotary",
+    "sink_softmax",
     "TransformerBlock", "DecoderLM",
     "KVCache", "generate",
+    "MultiHeadLatentAttention", "LatentCache",
     "tiled_attention",
 ]
 
