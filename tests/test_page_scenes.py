@@ -30,7 +30,8 @@ VIEWS = {  # module → the keys of its demo_views(): every view the notebooks s
     "scoring": ["scaling", "hidden_size"], "seq2seq": ["alignment"], "multihead": ["training"],
     "positional": ["encoding", "rotation"], "transformer": ["causal", "explorer"],
     "scale": ["online", "tiles", "gqa"], "rotary": ["shift", "frequencies"],
-    "linear": ["states", "features", "recall"],
+    "linear": ["states", "features", "recall"], "windows": ["reach"],
+    "kv_economy": ["streaming", "latent"],
 }
 STATE_BUDGET = 1024 * 1024  # widget state per notebook; one view may use at most half of it
 
