@@ -232,7 +232,7 @@ SPECS: list[Spec] = [
                     lambda out, kw: _backcopy_right(out, kw, kw["task"])),
                Case("every token a trigger", lambda kw: kw.update(task=BackcopyTask(4, 4)),
                     lambda out, kw: _backcopy_right(out, kw, kw["task"])),
-               Case("length=1", lambda kw: kw.update(length=1),
+               Case("one-token", lambda kw: kw.update(length=1),
                     lambda out, kw: out[0].tolist() == [[5]] * 3)]),
     Spec("helpers.streaming.offsets_sample", call=streaming.offsets_sample,
          good=lambda: dict(batch_size=2, length=5, vocab_size=4, max_offset=3, generator=None),
