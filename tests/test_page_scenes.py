@@ -2,7 +2,7 @@
 
 For each view (``demo_views()`` of every widget module: the views the notebooks show), the
 ops the page looks up for a state must be exactly what the recording renderer writes when the
-whole figure is drawn in that state, in every state a reader can reach (2,664 states over the
+whole figure is drawn in that state, in every state a reader can reach (2,705 states over the
 series; a build checks only a sample of the larger views). The image cells must
 have matplotlib's colours for their values, and the recorded text must be the figure's text.
 (That the cells are the PNG fallback's pixels: ``test_widgets_page.py``; that the canvas shows

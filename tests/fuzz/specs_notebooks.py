@@ -679,6 +679,69 @@ SPECS_10 = [
                               lambda V: torch.tensor(_order_formula(V), device="meta")]),
 ]
 
+# ------------------------------------------------------------------ 11 (windows, sinks, latent attention)
+NB11 = "11_windows_sinks_and_latent_attention.ipynb"
+NAMES_11 = frozenset({"_number"})
+SINK_E = [math.e**2, 1.0, 1.0]  # e^{a_j} for the scores (2, 0, 0)
+SINK_WEIGHTS = [x / (sum(SINK_E) + 4) for x in SINK_E]  # a sink logit ln 4 adds e^{ln 4} = 4 below
+
+
+def _11_held(t):
+    return 5 * min(t, 1023) + t  # 5 rolling caches hold W − 1 = 1023 between steps, the global one t
+
+
+SPECS_11 = [
+    CheckSpec(NB11, "check_1", wanted=NAMES_11,  # a whole float is taken as the integer (got != int(got))
+              right=lambda ns: [*as_ints(32 * 4095), np.array(32 * 4095), float(32 * 4095), np.float64(32 * 4095)],
+              wrong=lambda ns: [32 * 4096,  # the window's W positions, not its reach W − 1
+                                4095, 4096,  # one layer
+                                32 * 4095 + 1,  # positions counted, m itself included
+                                0, 32 * 4095 - 1, 31 * 4095, -(32 * 4095), np.int64(32 * 4096)],
+              odd=lambda ns: [*odd_ints(32 * 4095, whole_floats=True), (32 * 4095,), lambda: 32 * 4095,
+                              math.nan, math.inf, -math.inf, torch.tensor(math.inf)]),
+    CheckSpec(NB11, "check_2", wanted=NAMES_11,
+              right=lambda ns: [_11_held, lambda t: 5 * min(t, 1024 - 1) + t, lambda t: float(_11_held(t)),
+                                lambda t: np.int64(_11_held(t)), lambda t: np.float64(_11_held(t)),
+                                lambda t: torch.tensor(_11_held(t)), lambda t: np.minimum(t, 1023) * 5 + t,
+                                lambda t: torch.tensor(float(_11_held(t)), dtype=torch.float64),
+                                lambda t: 6 * t - 5 * max(t - 1023, 0)],
+              wrong=lambda ns: [lambda t: 5 * min(t, 1024) + t,  # the window's 1024, not the 1023 held between steps
+                                lambda t: 6 * min(t, 1023), lambda t: 6 * min(t, 1024),  # the global layer windowed
+                                lambda t: 6 * t,  # no window at all
+                                lambda t: 5 * 1023 + t, lambda t: 5 * 1024 + t,  # as if the windows started full
+                                lambda t: min(t, 1023) + t, lambda t: _11_held(t) + 1, lambda t: math.nan,
+                                lambda t: _11_held(t) + 0.5],
+              odd=lambda ns: [*odd_functions(), *odd_numbers(_11_held(3000)), lambda: 0,
+                              lambda t: [_11_held(t)], lambda t: str(_11_held(t)), lambda t: complex(_11_held(t)),
+                              lambda t: torch.tensor([_11_held(t)]), lambda t: np.array([_11_held(t)]),
+                              lambda t: torch.tensor(_11_held(t), device="meta"), lambda t: True,
+                              lambda t: 10**400]),
+    CheckSpec(NB11, "check_3", wanted=NAMES_11,
+              right=lambda ns: [*as_tensors(torch.tensor(SINK_WEIGHTS)), [round(x, 4) for x in SINK_WEIGHTS],
+                                [np.float64(x) for x in SINK_WEIGHTS], np.array(SINK_WEIGHTS, dtype=np.float32),
+                                [torch.tensor(x) for x in SINK_WEIGHTS]],
+              wrong=lambda ns: [[x / sum(SINK_E) for x in SINK_E],  # the plain softmax: no sink
+                                SINK_WEIGHTS + [4 / (sum(SINK_E) + 4)],  # the sink's own weight as a fourth
+                                [x / (sum(SINK_E) + math.log(4)) for x in SINK_E],  # s, not e^s, below
+                                [1 / 3, 1 / 3, 1 / 3], [2.0, 0.0, 0.0], [1, 0, 0], SINK_WEIGHTS[::-1],
+                                torch.tensor([0.0, 0.0, 0.0])],
+              odd=lambda ns: [*odd_tensors(torch.tensor(SINK_WEIGHTS)), "0.55, 0.07, 0.07", 0.5519, [0.5519],
+                              SINK_WEIGHTS[:2], SINK_WEIGHTS + [0.0, 0.0], [0.5519, 0.0747, math.nan],
+                              [0.5519, math.inf, 0.0747], [0.5519, "0.0747", 0.0747],
+                              torch.tensor([True, False, False]), [10**400, 0, 0], {0.5519, 0.0747}, META,
+                              [META, META, META]]),
+    CheckSpec(NB11, "check_4", wanted=NAMES_11,  # a whole float is taken as the integer (got != int(got))
+              right=lambda ns: [*as_ints(61 * 576 * 2), np.array(61 * 576 * 2), float(61 * 576 * 2),
+                                np.float64(61 * 576 * 2)],
+              wrong=lambda ns: [61 * 512 * 2,  # the decoupled RoPE key forgotten
+                                576 * 2, 512 * 2,  # one layer
+                                2 * 61 * 576 * 2,  # the latent cached twice, for keys and for values
+                                61 * 576,  # numbers, not bytes
+                                61 * 64 * 2, 61 * 576 * 2 + 1, 0, -(61 * 576 * 2)],
+              odd=lambda ns: [*odd_ints(61 * 576 * 2, whole_floats=True), (61 * 576 * 2,), lambda: 61 * 576 * 2,
+                              math.nan, math.inf, -math.inf, torch.tensor(math.inf)]),
+]
+
 # ------------------------------------------------------------------ 12 (linear attention)
 NB12 = "12_linear_attention.ipynb"
 NAMES_12 = frozenset({"_number"})
@@ -752,4 +815,4 @@ SPECS_12 = [
 ]
 
 CHECK_SPECS: list[CheckSpec] = [*SPECS_01, *SPECS_02, *SPECS_03, *SPECS_04, *SPECS_05, *SPECS_06,
-                                *SPECS_07, *SPECS_08, *SPECS_09, *SPECS_10, *SPECS_12]
+                                *SPECS_07, *SPECS_08, *SPECS_09, *SPECS_10, *SPECS_11, *SPECS_12]
