@@ -12,10 +12,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 import torch
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
-from matplotlib.text import Text
 
 from helpers.widgets import kv_economy as kv
 from helpers.widgets import windows as ww
@@ -23,6 +20,7 @@ from helpers.widgets._common import figure_png
 from helpers.widgets._record import record_figure
 from helpers.widgets.page import PageView
 from tests.conftest import control, shown_png
+from tests.test_widgets_windows import assert_texts_readable
 
 MODELS = ("softmax", "sink logit")
 POLICIES = ("dense", "window", "sinks + window")
@@ -329,24 +327,7 @@ def test_redrawing_in_place_is_a_fresh_drawing(name):
 @pytest.mark.parametrize("name, value", [("streaming", 2), ("streaming", 16), ("latent", 1),
                                          ("latent", 16)])
 def test_texts_are_no_smaller_than_x_small_inside_the_figure_and_apart(name, value):
-    fig = views()[name][3](value)
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    smallest = FontProperties(size="x-small").get_size_in_points()
-    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    assert len(texts) > 15
-    for t in texts:
-        assert t.get_fontsize() >= smallest - 1e-9, t.get_text()
-        box = t.get_window_extent(renderer)
-        assert (fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0
-                and box.y1 <= fig.bbox.y1), t.get_text()
-    titles = [fig._suptitle.get_window_extent(renderer)] + [
-        ax.title.get_window_extent(renderer) for ax in fig.axes]
-    panels = [ax.get_window_extent(renderer) for ax in fig.axes]
-    for boxes in (titles, panels):
-        for i, a in enumerate(boxes):
-            assert not any(a.overlaps(b) for b in boxes[i + 1:])
+    assert_texts_readable(views()[name][3](value), 15)
 
 
 def test_demo_views():

@@ -252,24 +252,30 @@ def test_texts_are_readable_inside_the_figure_and_apart(window, layers, name):
     # under the series' theme (larger fonts) and matplotlib's: no text under x-small, each
     # inside the figure, the titles (the map titles overflow their maps) and panels apart
     with theme(name):
-        fig = ww.draw_reach(window, layers)
-        canvas = FigureCanvasAgg(fig)
-        canvas.draw()
-        renderer = canvas.get_renderer()
-        smallest = FontProperties(size="x-small").get_size_in_points()
-        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-        assert len(texts) > 20
-        for t in texts:
-            assert t.get_fontsize() >= smallest - 1e-9, t.get_text()
-            box = t.get_window_extent(renderer)
-            assert (fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0
-                    and box.y1 <= fig.bbox.y1), t.get_text()
-        titles = [fig._suptitle.get_window_extent(renderer)] + [
-            ax.title.get_window_extent(renderer) for ax in fig.axes]
-        panels = [ax.get_window_extent(renderer) for ax in fig.axes]
+        assert_texts_readable(ww.draw_reach(window, layers), 20)
+
+
+def assert_texts_readable(fig, min_texts: int) -> None:
+    """No visible text under x-small, each inside the figure, and the titles (suptitle and
+    every Axes') and the panels apart from each other. Shared with the other views' tests."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    smallest = FontProperties(size="x-small").get_size_in_points()
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    assert len(texts) > min_texts
+    for t in texts:
+        assert t.get_fontsize() >= smallest - 1e-9, t.get_text()
+        box = t.get_window_extent(renderer)
+        assert (fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0
+                and box.y1 <= fig.bbox.y1), t.get_text()
+    titles = [fig._suptitle.get_window_extent(renderer)] + [
+        ax.title.get_window_extent(renderer) for ax in fig.axes]
+    panels = [ax.get_window_extent(renderer) for ax in fig.axes]
     for boxes in (titles, panels):
         for i, a in enumerate(boxes):
             assert not any(a.overlaps(b) for b in boxes[i + 1:])
+
 
 def test_demo_views():
     views = ww.demo_views()

@@ -18,28 +18,7 @@ from helpers.latent_attention import (
     CACHE_KINDS, LatentCache, MultiHeadLatentAttention, kv_cache_bytes,
 )
 from tests.fuzz import Case, Int, OneOf, Spec, T
-
-
-# (small helpers as in specs_model.py, kept here so that this file stands alone)
-def rand(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Seeded normal numbers: the same shape gives the same tensor."""
-    g = torch.Generator().manual_seed(sum(shape) + 7 * len(shape))
-    return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
-
-
-def close(out: torch.Tensor, expected: torch.Tensor, tol: float = 1e-5) -> bool:
-    return (isinstance(out, torch.Tensor) and out.shape == expected.shape
-            and torch.allclose(out.double(), expected.double(), rtol=tol, atol=tol))
-
-
-def seeded(make):
-    """Build a module under a fixed seed, in eval mode (the same weights at every import)."""
-    state = torch.random.get_rng_state()
-    torch.manual_seed(0)
-    try:
-        return make().eval()
-    finally:
-        torch.random.set_rng_state(state)
+from tests.fuzz.specs_model import close, rand, seeded
 
 
 def linear(layer: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
