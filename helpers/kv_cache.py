@@ -68,7 +68,7 @@ class KVCache:
         self.values: torch.Tensor | None = None
         self._seen = 0  # tokens appended in all
         self._new = 0  # tokens the last append added
-        self._key_positions: torch.Tensor | None = None
+        self._before: int | None = None  # tokens seen before the last append (None: no append)
 
     @property
     def window(self) -> int | None:
@@ -101,7 +101,15 @@ class KVCache:
     @property
     def key_positions(self) -> torch.Tensor | None:
         """(n,) long: the positions of the keys the last ``append`` returned (None before one)."""
-        return None if self._key_positions is None else self._key_positions.clone()
+        return None if self._before is None else self._returned_positions()
+
+    def _returned_positions(self) -> torch.Tensor:
+        """(n,) the positions of what the last append returned: those held before it, then
+        the new ones (built when asked for, so that a cache without a policy adds no work to
+        a decoding step)."""
+        device = self.keys.device
+        return torch.cat([self._held(self._before, device),
+                          torch.arange(self._before, self._seen, device=device)])  # (n,)
 
     def _held(self, seen: int, device: torch.device | None) -> torch.Tensor:
         """(T,) the positions held once ``seen`` tokens have come: all, or the first S and the
@@ -141,8 +149,7 @@ class KVCache:
             all_values = torch.cat([self.values, values], dim=-2)
         before, self._new = self._seen, keys.shape[-2]
         self._seen += self._new
-        self._key_positions = torch.cat([self._held(before, keys.device),  # (T + T_new,)
-                                         torch.arange(before, self._seen, device=keys.device)])
+        self._before = before
         self.keys, self.values = all_keys, all_values
         if self._window is not None and all_keys.shape[-2] > self.capacity:
             # evict: the first S and the last W − 1, copied into tensors of their own size (a
@@ -156,13 +163,13 @@ class KVCache:
         """(Q, n) boolean, ``True`` = takes part: which keys the last append returned each of
         its last Q = ``num_queries`` tokens, as queries, may see (see the class docstring)."""
         num_queries = check_positive_int("num_queries", num_queries)
-        if self._key_positions is None:
+        if self._before is None:
             raise ValueError(f"num_queries must count tokens of the last append, got "
                              f"{num_queries} before any append (append first)")
         if num_queries > self._new:
             raise ValueError(f"num_queries must be at most the number of tokens the last append "
                              f"added ({self._new}), got {num_queries}")
-        p = self._key_positions  # (n,)
+        p = self._returned_positions()  # (n,)
         m = torch.arange(self._seen - num_queries, self._seen, device=p.device)[:, None]  # (Q, 1)
         visible = p <= m  # (Q, n)
         if self._window is not None:

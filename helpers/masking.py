@@ -225,8 +225,10 @@ def causal_mask(
     device = as_usable_device("device", device)
     queries = torch.arange(num_queries, device=device)[:, None]  # (Q, 1)
     keys = torch.arange(num_keys, device=device)[None, :]  # (1, K)
+    if window is None:
+        return keys <= queries + (num_keys - num_queries)  # (Q, K)
     back = queries + (num_keys - num_queries) - keys  # (Q, K): how far key j lies behind query i
-    return (back >= 0) if window is None else (back >= 0) & (back < window)  # (Q, K)
+    return (back >= 0) & (back < window)  # (Q, K)
 
 
 def attention_hidden(

@@ -212,7 +212,8 @@ class MultiHeadAttention(nn.Module):
         policy = cache is not None and cache.window is not None  # a cache that evicts
         if policy:
             self._check_policy_cache(cache, valid_lens, causal, Q, keys.shape[1])
-        start = 0 if cache is None else cache.seen  # positions continue after the cache
+        start = 0 if cache is None else cache.seen if policy else cache.length  # positions
+        # continue after every token the cache has seen (held, or evicted by a policy)
         K = start + keys.shape[1]  # (with a policy cache: the positions, not the keys held)
         banded = self.window is not None and self.window < K  # the window hides some key
         is_causal = (causal and valid_lens is None and Q == K and not need_weights and not banded
