@@ -282,7 +282,8 @@ def kv_cache_bytes(
 
 # Real shapes, each from the model's config.json on Hugging Face (``source``); ``cache``: the
 # arguments of ``kv_cache_bytes`` (bytes_per_number left at 2: bf16). Checked against copies of
-# those configs found in public code: Llama-2-7B (hidden 4096 / 32 heads = head 128, 32 KV
+# those configs found in public code: Falcon-7B (hidden_size 4544, n_head 71, n_layer 32,
+# multi_query true), Llama-2-7B (hidden 4096 / 32 heads = head 128, 32 KV
 # heads), Llama-3-8B (num_key_value_heads 8), Mistral-7B-v0.1 (num_key_value_heads 8,
 # sliding_window 4096), DeepSeek-V2 (num_hidden_layers 60, num_attention_heads 128, kv_lora_rank
 # 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128) and DeepSeek-V3
@@ -295,6 +296,9 @@ MODEL_SHAPES: dict[str, dict] = {
     "Llama-3-8B": dict(
         source="https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
         cache=dict(kind="gqa", num_layers=32, num_heads=32, num_kv_heads=8, head_size=128)),
+    "Falcon-7B": dict(  # multi-query: hidden 4544 / 71 heads = head 64, one key-value head
+        source="https://huggingface.co/tiiuae/falcon-7b/blob/main/config.json",
+        cache=dict(kind="mqa", num_layers=32, num_heads=71, head_size=64)),
     "Mistral-7B-v0.1": dict(
         source="https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
         cache=dict(kind="gqa", num_layers=32, num_heads=32, num_kv_heads=8, head_size=128),

@@ -303,6 +303,7 @@ def test_model_shapes_give_the_known_cache_sizes():
     assert per_token == {
         "Llama-2-7B": 2 * 32 * 32 * 128 * 2,  # 524,288 bytes = 512 KiB in bf16
         "Llama-3-8B": 2 * 32 * 8 * 128 * 2,  # 131,072 = 128 KiB
+        "Falcon-7B": 2 * 32 * 1 * 64 * 2,  # 8,192 = 8 KiB: one key-value head
         "Mistral-7B-v0.1": 2 * 32 * 8 * 128 * 2,
         "DeepSeek-V2": 60 * (512 + 64) * 2,  # 69,120
         "DeepSeek-V3": 61 * (512 + 64) * 2,  # 70,272
