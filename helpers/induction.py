@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .adam import Adam
 from .checks import (
     check_finite_loss, check_floating, check_generator, check_holds_data, check_int,
     check_positive_int, check_rank, check_real, check_seed, check_size, check_trainable,
@@ -449,7 +450,7 @@ def train_with_checkpoints(
     scored = eval_batch.predictable  # (B, T): the queries whose next token the loss scores
     shown = _one_per_period(eval_batch)  # the examples: indices into eval_batch
     examples = eval_batch[shown]
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = Adam(model.parameters(), lr=lr)
     train_loss, checkpoints, records = [], [], []
 
     def record(step: int) -> None:

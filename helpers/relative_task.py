@@ -19,6 +19,8 @@ from .checks import (
     as_usable_device, check_finite_loss, check_generator, check_holds_data, check_positive_int,
     check_real, check_seed, check_trainable,
 )
+from .adam import BETAS, EPS  # noqa: F401 (kept importable from here)
+from .adam import adam_step as _adam_step
 from .device import cpu_threads
 
 __all__ = ["IGNORE", "make_batch", "train", "accuracy_by_position"]
@@ -67,26 +69,6 @@ def _device(model: nn.Module) -> torch.device:
     return param.device
 
 
-BETAS, EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
-
-
-@torch.no_grad()
-def _adam_step(params: list[nn.Parameter], moments: list[tuple[torch.Tensor, torch.Tensor]],
-               step: int, lr: float) -> None:
-    """One Adam step (Kingma & Ba 2015) on every parameter, in place, with the operations of
-    ``torch.optim.Adam``'s single-tensor path (its default on the CPU): the same numbers.
-    ``moments``: (m, v) per parameter, zeros before step 1."""
-    b1, b2 = BETAS
-    step_size = lr / (1 - b1**step)  # lr over the bias correction of m
-    root = (1 - b2**step) ** 0.5  # √ of the bias correction of v
-    for p, (m, v) in zip(params, moments):
-        if p.grad is None:  # not used by this step's loss: left alone, as torch.optim.Adam does
-            continue
-        m.lerp_(p.grad, 1 - b1)  # m ← β1·m + (1 − β1)·g
-        v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v ← β2·v + (1 − β2)·g²
-        p.addcdiv_(m, (v.sqrt() / root).add_(EPS), value=-step_size)  # p ← p − lr·m̂/(√v̂ + ε)
-
-
 def train(
     model: nn.Module, *, steps: int = 120, batch_size: int = 32, length: int = 16,
     lr: float = 1e-2, offset: int = 3, seed: int = 0,
@@ -98,8 +80,8 @@ def train(
     tensors train faster so) and restores the previous thread count. The model is left in eval
     mode.
 
-    Adam is written out (``_adam_step``, betas 0.9 and 0.999, eps 1e-8, no weight decay): on the
-    CPU it gives ``torch.optim.Adam``'s numbers exactly, without the second or more that the
+    Adam is written out (``helpers.adam``, betas 0.9 and 0.999, eps 1e-8, no weight decay): on
+    the CPU it gives ``torch.optim.Adam``'s numbers exactly, without the second or more that the
     first ``torch.optim.Adam`` of a session spends importing ``torch._dynamo``.
 
     Every setting is checked before the model is touched. A model in float16 or bfloat16 is

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import AdditiveAttention
+from .adam import Adam
 from .checks import (
     as_usable_device, check_bool, check_like, check_positive_int, check_rank, check_real, check_seed,
     check_size,
@@ -633,8 +634,8 @@ def train_seq2seq(
     lr: float = 0.02, seed: int = 0, print_every: int | None = 100,
     callback: Callable[[int, float], None] | None = None, num_threads: int | None = None,
 ) -> list[float]:
-    """``torch.optim.Adam`` with teacher forcing on random batches of ``data``; returns the
-    loss of each step.
+    """Adam (``helpers.adam``: ``torch.optim.Adam``'s numbers, written out) with teacher forcing
+    on random batches of ``data``; returns the loss of each step.
 
     Batches come from a generator seeded with ``seed`` and are moved to the model's device.
     The loss is the cross-entropy of every target token (padding ignored). Every
@@ -673,7 +674,7 @@ def train_seq2seq(
     with cpu_threads(num_threads):  # (checked there)
         device = next(model.parameters()).device
         gen = torch.Generator().manual_seed(seed)
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        opt = Adam(model.parameters(), lr=lr)
         model.train()
         losses: list[float] = []
         start = time.perf_counter()

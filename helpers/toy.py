@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .adam import Adam
 from .checks import (
     as_usable_device, check_finite_loss, check_generator, check_holds_data, check_int,
     check_positive_int, check_rank, check_real, float32_default,
@@ -241,7 +242,7 @@ def train(
     gen = torch.Generator().manual_seed(seed)  # the training batches
     held_out = held_out_batch(eval_size, device=device)  # the same for every run
     example = example_sequence(device=device)[None]  # (1, T)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = Adam(model.parameters(), lr=lr)
     run = Run(model, example[0].cpu())
 
     def checkpoint(step: int) -> None:
