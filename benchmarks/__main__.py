@@ -1,10 +1,12 @@
 """``python -m benchmarks [--only notebooks,sliders,pages,attention,softmax,scale] [--quick]
-[--device cuda] [--write-results [PATH]]``: run the benchmarks, print their tables as they go.
+[--device cuda] [--baseline REV] [--write-results [PATH]]``: run the benchmarks, print their
+tables as they go.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -72,6 +74,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"runs per notebook, each in a fresh kernel after the warm-up "
                              f"kernel; the median is reported (default {NOTEBOOK_REPEATS}, "
                              f"1 with --quick)")
+    parser.add_argument("--baseline", default=None, metavar="REV",
+                        help="notebooks: also run the notebooks of git revision REV (a temporary "
+                             "worktree), in turn with this tree's, and print both and their ratio "
+                             "instead of this tree's table")
     parser.add_argument("--write-results", nargs="?", const=DEFAULT_RESULTS, default=None,
                         type=Path, metavar="PATH",
                         help=f"also write the tables as markdown (default path: "
@@ -83,6 +89,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--threads must be >= 1")
     if args.notebook_repeats is not None and args.notebook_repeats < 1:
         parser.error("--notebook-repeats must be >= 1")
+    if args.baseline is not None and subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{args.baseline}^{{commit}}"],
+            capture_output=True).returncode != 0:
+        parser.error(f"--baseline {args.baseline!r}: not a git revision of {REPO}")
     return args
 
 
@@ -94,7 +104,8 @@ def make_config(args: argparse.Namespace) -> Config:
     dtypes = args.dtype or ((torch.float16, torch.bfloat16) if device.type == "cuda" else (torch.float32,))
     repeats = args.notebook_repeats or (1 if args.quick else NOTEBOOK_REPEATS)
     return Config(device=device, dtypes=dtypes, quick=args.quick,
-                  notebook_repeats=repeats, max_len=args.max_len)
+                  notebook_repeats=repeats, max_len=args.max_len,
+                  baseline=getattr(args, "baseline", None))
 
 
 def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[str, str]]:
@@ -112,7 +123,11 @@ def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[st
         if section == "notebooks":
             names = [p.name for p in bench_notebooks.notebook_paths()]
             present["notebooks"] = ", ".join(names) or "none"
-            tables += bench_notebooks.run(cfg)
+            if cfg.baseline is None:
+                tables += bench_notebooks.run(cfg)
+            else:
+                with bench_notebooks.revision_tree(cfg.baseline) as tree:
+                    tables += bench_notebooks.run_against(cfg, tree, label=cfg.baseline)
         elif section == "sliders":
             def remember(found):
                 present["widget modules"] = ", ".join(

@@ -6,14 +6,24 @@ written back). Wall time counts from starting the kernel to its shutdown, as ``n
 /proc, read just before shutdown; psutil polling where there is no /proc).
 Targets: ≤ 20 s each, ≤ 10 s a notebook on average for the series (what CI spends running
 them, twice under nbval), ≤ 1.5 GB per kernel.
+
+``--baseline REV`` runs every notebook of the git revision REV (a temporary worktree, its own
+``helpers`` on the kernel's path) and of the working tree in turn, REV first, repeat by repeat,
+and prints both medians and their ratio side by side: on a machine whose speed drifts by more
+than a change saves, that ratio still shows the change.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +33,8 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from .common import REPO, Col, Config, Table, fmt_time, verdict
 
-__all__ = ["NotebookRun", "notebook_paths", "run_notebook", "peak_rss", "run"]
+__all__ = ["NotebookRun", "notebook_paths", "run_notebook", "peak_rss", "run", "run_against",
+           "revision_tree", "helpers_from"]
 
 TARGET_EACH_S = 20.0
 TARGET_MEAN_S = 10.0  # the series: at most this much a notebook on average
@@ -187,4 +198,83 @@ def run(cfg: Config, *, folder: Path | None = None, kernel_name: str = "python3"
                "process's high-water mark (VmHWM). The notebooks are not written back.")
     if errors:
         table.note(f"{errors} notebook(s) stopped at an error: their times cover the cells up to it.")
+    return [table]
+
+
+# ------------------------------------------------------------------- against a baseline revision
+@contextlib.contextmanager
+def revision_tree(rev: str, repo: Path = REPO) -> Iterator[Path]:
+    """A temporary detached git worktree of ``rev`` (removed afterwards). ValueError if git does
+    not know ``rev`` as a commit."""
+    found = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
+                            f"{rev}^{{commit}}"], capture_output=True, text=True)
+    if found.returncode != 0:
+        raise ValueError(f"baseline must be a git revision of {repo}, got {rev!r}")
+    folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    tree = folder / "tree"
+    try:
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(tree),
+                        found.stdout.strip()], check=True, capture_output=True, text=True)
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                       capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def helpers_from(root: Path) -> Iterator[None]:
+    """Kernels started inside import ``helpers`` from ``root`` (first on their PYTHONPATH)."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def run_against(cfg: Config, baseline: Path, *, current: Path = REPO, kernel_name: str = "python3",
+                echo: bool = True, label: str = "baseline") -> list[Table]:
+    """Each notebook present in both ``baseline`` and ``current`` (repository roots), run in
+    fresh kernels in turn, the baseline first, ``cfg.notebook_repeats`` times; the medians and
+    current ÷ baseline, per notebook and for the series."""
+    ours = {p.name: p for p in notebook_paths(current / "notebooks")}
+    theirs = {p.name: p for p in notebook_paths(baseline / "notebooks")}
+    repeats = max(1, cfg.notebook_repeats)
+    table = Table(
+        f"Notebooks against {label}, in turn" + (f" (medians of {repeats})" if repeats > 1 else ""),
+        [Col("notebook", "notebook", width=48), Col("before", label, "time", width=12),
+         Col("after", "this tree", "time", width=12), Col("ratio", "ratio", "ratio"),
+         Col("status", "≤20 s", width=10), Col("error", "error", width=5)],
+        short="notebooks vs baseline", echo=echo)
+    both = sorted(set(ours) & set(theirs))
+    if both and not cfg.quick:
+        table.note(f"warm-up kernel (imports torch, helpers): {fmt_time(_warm_up(kernel_name))}, "
+                   "not counted")
+    for name in sorted(set(ours) ^ set(theirs)):
+        table.note(f"{name}: only in {'this tree' if name in ours else label}, not run")
+    totals = [0.0, 0.0]
+    for name in both:
+        walls: dict[str, list[float]] = {"before": [], "after": []}
+        error = ""
+        for _ in range(repeats):
+            for key, root, path in (("before", baseline, theirs[name]), ("after", current, ours[name])):
+                with helpers_from(root):
+                    result = run_notebook(path, kernel_name=kernel_name)
+                walls[key].append(result.wall)
+                error = error or (f"{key}: {result.error}" if result.error else "")
+        before, after = statistics.median(walls["before"]), statistics.median(walls["after"])
+        totals[0] += before
+        totals[1] += after
+        table.add(notebook=name, before=before, after=after, ratio=after / before,
+                  status=verdict(after, TARGET_EACH_S), error=error or None)
+    if both:
+        table.add(notebook=f"series ({len(both)} notebooks)", before=totals[0], after=totals[1],
+                  ratio=totals[1] / totals[0],
+                  status=verdict(totals[1], TARGET_MEAN_S * len(both)))
+    table.note("ratio = this tree ÷ baseline (below 1: faster). The two run in turn, so a drift in "
+               "the machine's speed reaches both alike.")
     return [table]

@@ -41,6 +41,7 @@ class Config:
     quick: bool = False
     notebook_repeats: int = 1
     max_len: int | None = None  # attention: leave out cases with longer sequences
+    baseline: str | None = None  # notebooks: a git revision to run in turn with this tree
 
     @property
     def sync(self) -> Callable[[], None]:

@@ -5,6 +5,7 @@ comparisons compare equal things."""
 from __future__ import annotations
 
 import math
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -91,8 +92,12 @@ def test_cli_sections_quick_and_device():
     assert cfg.notebook_repeats == 3
     assert make_config(parse_args(["--quick"])).notebook_repeats == 1
     assert make_config(parse_args(["--quick", "--notebook-repeats", "2"])).notebook_repeats == 2
+    assert make_config(parse_args(["--baseline", "HEAD"])).baseline == "HEAD"
+    assert make_config(parse_args([])).baseline is None
     with pytest.raises(SystemExit):
         parse_args(["--notebook-repeats", "0"])
+    with pytest.raises(SystemExit):
+        parse_args(["--baseline", "no-such-revision"])
     with pytest.raises(SystemExit):
         parse_args(["--only", "everything"])
     if not torch.cuda.is_available():
@@ -279,6 +284,43 @@ def test_notebook_bench_runs_a_fresh_kernel_and_reads_its_peak_memory(tmp_path):
     assert row["error"].startswith("cell 2") and "ValueError" in row["error"]
     assert series["wall"] == row["wall"]
     assert path.read_bytes() == before  # never written back
+
+
+def _git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def test_notebook_bench_against_a_baseline_runs_each_tree_with_its_own_helpers(tmp_path):
+    """--baseline: each revision's notebooks import that revision's helpers (the notebook fails
+    otherwise), both are timed, and the ratio is after ÷ before."""
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "helpers").mkdir()
+    check = ("import pathlib, helpers\n"
+             "assert pathlib.Path(helpers.__file__).parents[1] == pathlib.Path.cwd().parent, "
+             "helpers.__file__\nprint(helpers.WHICH)")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(check)]),
+                   repo / "notebooks" / "01_tiny.ipynb")
+    (repo / "helpers" / "__init__.py").write_text("WHICH = 'old'\n")
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "old")
+    (repo / "helpers" / "__init__.py").write_text("WHICH = 'new'\n")
+    nbformat.write(nbformat.v4.new_notebook(), repo / "notebooks" / "02_only_new.ipynb")
+    with pytest.raises(ValueError, match=r"baseline must be a git revision of .*, got 'nope'"):
+        with bench_notebooks.revision_tree("nope", repo=repo):
+            pass
+    with bench_notebooks.revision_tree("HEAD", repo=repo) as tree:
+        assert (tree / "helpers" / "__init__.py").read_text() == "WHICH = 'old'\n"
+        (table,) = bench_notebooks.run_against(QUICK, tree, current=repo, echo=False)
+    assert not tree.exists()  # the worktree is removed
+    row, series = table.rows
+    assert row["notebook"] == "01_tiny.ipynb" and row["error"] is None, row["error"]
+    assert _positive(row["before"]) and _positive(row["after"])
+    assert row["ratio"] == pytest.approx(row["after"] / row["before"])
+    assert series["before"] == row["before"] and series["after"] == row["after"]
+    assert any("02_only_new.ipynb: only in this tree" in note for note in table.notes)
 
 
 # ---------------------------------------------------------------------------------- pages
