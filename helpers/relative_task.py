@@ -19,8 +19,7 @@ from .checks import (
     as_usable_device, check_finite_loss, check_generator, check_holds_data, check_positive_int,
     check_real, check_seed, check_trainable,
 )
-from .adam import BETAS, EPS  # noqa: F401 (kept importable from here)
-from .adam import adam_step as _adam_step
+from .adam import Adam
 from .device import cpu_threads
 
 __all__ = ["IGNORE", "make_batch", "train", "accuracy_by_position"]
@@ -114,25 +113,23 @@ def train(
 
 def _adam_loop(model: nn.Module, steps: int, lr: float,
               loss_at: Callable[[int], torch.Tensor]) -> list[float]:
-    """``steps`` steps of ``_adam_step`` on every trainable parameter of ``model`` (checked by
-    the caller), the loss of step t (1 … steps) being ``loss_at(t)``; returns every step's
-    loss. The model trains in train mode and is left in eval mode; on the CPU the loop runs on
-    one thread and restores the thread count; a NaN or ±inf loss, or non-finite weights after
-    the last step, raise a ValueError naming the step. Shared by ``train`` and
-    ``recall.train``."""
+    """``steps`` steps of ``helpers.adam.Adam`` on every trainable parameter of ``model``
+    (checked by the caller), the loss of step t (1 … steps) being ``loss_at(t)``; returns every
+    step's loss. The model trains in train mode and is left in eval mode; on the CPU the loop
+    runs on one thread and restores the thread count; a NaN or ±inf loss, or non-finite weights
+    after the last step, raise a ValueError naming the step. Shared by ``train``,
+    ``recall.train`` and ``streaming.train``."""
     device = _device(model)
-    params = [p for p in model.parameters() if p.requires_grad]
-    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]  # Adam's m and v
+    optimizer = Adam(model.parameters(), lr=lr)
     losses = []
     try:
         model.train()
         with cpu_threads(1 if device.type == "cpu" else None):
             for step in range(1, steps + 1):
                 loss = loss_at(step)
-                for p in params:
-                    p.grad = None
+                optimizer.zero_grad()
                 loss.backward()
-                _adam_step(params, moments, step, lr)
+                optimizer.step()
                 losses.append(check_finite_loss(loss.item(), step, lr,
                                                 model if step == steps else None))
     finally:

@@ -10,6 +10,7 @@ from torch import nn
 
 import helpers as h
 from helpers import relative_task
+from helpers.adam import Adam
 from helpers.relative_task import IGNORE
 
 
@@ -218,14 +219,14 @@ def test_train_raises_naming_the_step_when_the_loss_turns_non_finite():
 def test_train_raises_when_the_last_step_leaves_non_finite_weights(monkeypatch):
     model = h.DecoderLM(10, 8, 1, 1, ffn_hiddens=16, max_len=16)
 
-    adam_step = relative_task._adam_step
+    step = Adam.step
 
-    def poison(params, moments, step, lr):  # a step that writes NaN into a weight
-        adam_step(params, moments, step, lr)
+    def poison(self):  # a step that writes NaN into a weight
+        step(self)
         with torch.no_grad():
             model.head.bias[0] = float("nan")
 
-    monkeypatch.setattr(relative_task, "_adam_step", poison)
+    monkeypatch.setattr(Adam, "step", poison)
     with pytest.raises(ValueError, match=r"diverged at step 1 .*parameters must stay finite"):
         relative_task.train(model, steps=1)
 
