@@ -6,7 +6,6 @@ tables as they go.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -89,10 +88,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--threads must be >= 1")
     if args.notebook_repeats is not None and args.notebook_repeats < 1:
         parser.error("--notebook-repeats must be >= 1")
-    if args.baseline is not None and subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{args.baseline}^{{commit}}"],
-            capture_output=True).returncode != 0:
-        parser.error(f"--baseline {args.baseline!r}: not a git revision of {REPO}")
+    if args.baseline is not None:
+        from .bench_notebooks import resolve_revision  # noqa: PLC0415 (nbclient: only when asked)
+
+        try:
+            resolve_revision(args.baseline)
+        except ValueError:
+            parser.error(f"--baseline {args.baseline!r}: not a git revision of {REPO}")
     return args
 
 
@@ -105,7 +107,7 @@ def make_config(args: argparse.Namespace) -> Config:
     repeats = args.notebook_repeats or (1 if args.quick else NOTEBOOK_REPEATS)
     return Config(device=device, dtypes=dtypes, quick=args.quick,
                   notebook_repeats=repeats, max_len=args.max_len,
-                  baseline=getattr(args, "baseline", None))
+                  baseline=args.baseline)
 
 
 def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[str, str]]:

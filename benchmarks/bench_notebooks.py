@@ -34,7 +34,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError
 from .common import REPO, Col, Config, Table, fmt_time, verdict
 
 __all__ = ["NotebookRun", "notebook_paths", "run_notebook", "peak_rss", "run", "run_against",
-           "revision_tree", "helpers_from"]
+           "resolve_revision", "revision_tree", "helpers_from"]
 
 TARGET_EACH_S = 20.0
 TARGET_MEAN_S = 10.0  # the series: at most this much a notebook on average
@@ -202,19 +202,26 @@ def run(cfg: Config, *, folder: Path | None = None, kernel_name: str = "python3"
 
 
 # ------------------------------------------------------------------- against a baseline revision
-@contextlib.contextmanager
-def revision_tree(rev: str, repo: Path = REPO) -> Iterator[Path]:
-    """A temporary detached git worktree of ``rev`` (removed afterwards). ValueError if git does
-    not know ``rev`` as a commit."""
+def resolve_revision(rev: str, repo: Path = REPO) -> str:
+    """The commit hash of git revision ``rev`` in ``repo``; ValueError if git does not know it
+    as a commit."""
     found = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
                             f"{rev}^{{commit}}"], capture_output=True, text=True)
     if found.returncode != 0:
         raise ValueError(f"baseline must be a git revision of {repo}, got {rev!r}")
+    return found.stdout.strip()
+
+
+@contextlib.contextmanager
+def revision_tree(rev: str, repo: Path = REPO) -> Iterator[Path]:
+    """A temporary detached git worktree of ``rev`` (removed afterwards). ValueError if git does
+    not know ``rev`` as a commit."""
+    commit = resolve_revision(rev, repo)
     folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
     tree = folder / "tree"
     try:
         subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(tree),
-                        found.stdout.strip()], check=True, capture_output=True, text=True)
+                        commit], check=True, capture_output=True, text=True)
         yield tree
     finally:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
