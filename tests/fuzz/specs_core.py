@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,9 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure, FigureBase
 
-from helpers import attention, checks, device, kernel_regression, masking, plotting, positional
+from helpers import (
+    attention, checks, device, kernel_regression, masking, parallel, plotting, positional,
+)
 from tests.fuzz import RULES, Case, Int, OneOf, Real, Spec, T
 
 B, Q, K, D, V = 2, 3, 5, 4, 6
@@ -888,6 +891,49 @@ DEVICE_SPECS: list[Spec] = [
 ]
 
 
+def _draw() -> torch.Tensor:
+    return torch.rand(2)
+
+
+def _jobs_ok(v: object) -> bool:
+    """A list, tuple or dict whose every value is callable (the pool's odd values never are)."""
+    if isinstance(v, dict):
+        v = list(v.values())
+    return isinstance(v, (list, tuple)) and all(callable(job) for job in v)
+
+
+def _run_all(**kw):
+    state, threads = torch.get_rng_state(), torch.get_num_threads()
+    out = parallel.run_all(**kw)
+    return out, state, threads, torch.get_rng_state(), torch.get_num_threads()
+
+
+def _run_all_check(out, kw) -> bool:
+    """Every job's draw is the first draw from the caller's state; the state and the thread
+    count are as they were. (_draw jobs give a list of tensors; others are not generated.)"""
+    results, state, threads, state_after, threads_after = out
+    want = torch.rand(2, generator=torch.Generator().set_state(state))
+    values = results.values() if isinstance(results, dict) else results
+    return (torch.equal(state, state_after) and threads == threads_after
+            and all(not isinstance(r, torch.Tensor) or torch.equal(r, want) for r in values))
+
+
+PARALLEL_SPECS: list[Spec] = [
+    Spec("helpers.parallel.run_all", call=_run_all,
+         good=lambda: dict(jobs=[_draw, _draw, _draw], processes=2, num_threads=1),
+         rules={"jobs": _jobs_ok, "processes": "size or None", "num_threads": "size or None"},
+         check=_run_all_check,
+         edge=[Case("jobs=dict", lambda kw: kw.update(jobs={"a": _draw, "b": _draw}),
+                    lambda out, kw: list(out[0]) == ["a", "b"] and _run_all_check(out, kw)),
+               Case("jobs=empty", lambda kw: kw.update(jobs=[]), lambda out, kw: out[0] == [])],
+         bad=[Case("jobs=[_draw, 3]", lambda kw: kw.update(jobs=[_draw, 3]), r"jobs\[1\] must be callable"),
+              Case("jobs=generator", lambda kw: kw.update(jobs=(j for j in [_draw])),
+                   r"jobs must be a list or a dict")]),
+    Spec("helpers.parallel.usable_cores", call=parallel.usable_cores, good=dict,
+         check=lambda out, kw: out == len(os.sched_getaffinity(0))),
+]
+
+
 # ---------------------------------------------------------------------------- checks
 def _returns(value_key: str, convert=lambda v: v):
     return lambda out, kw: out == convert(kw[value_key]) and type(out) is type(convert(kw[value_key]))
@@ -994,4 +1040,4 @@ CHECKS_SPECS: list[Spec] = [
 
 
 SPECS: list[Spec] = (ATTENTION_SPECS + MASKING_SPECS + POSITIONAL_SPECS + REGRESSION_SPECS
-                     + PLOTTING_SPECS + DEVICE_SPECS + CHECKS_SPECS)
+                     + PLOTTING_SPECS + DEVICE_SPECS + PARALLEL_SPECS + CHECKS_SPECS)
