@@ -21,6 +21,20 @@ def test_causal_mask_is_lower_right(device, Q, K):
             assert bool(mask[i, j]) == (j <= K - Q + i), (i, j)
 
 
+@pytest.mark.parametrize("Q, K", [(2, 5), (3, 7), (1, 5), (4, 4)])
+def test_causal_mask_equals_pytorchs_causal_lower_right(Q, K):
+    """Notebook 08 checks the formula tril(diagonal=K − Q) instead of importing
+    torch.nn.attention.bias (its import loads torch._dynamo); this is the check against it."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 1, Q, 8), torch.randn(1, 1, K, 8), torch.randn(1, 1, K, 3)
+    torch.testing.assert_close(
+        F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(Q, K)),
+        F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(Q, K)))
+    assert torch.equal(causal_mask(Q, K), torch.ones(Q, K, dtype=torch.bool).tril(diagonal=K - Q))
+
+
 def test_square_mask_is_the_lower_triangle():
     assert torch.equal(causal_mask(5, 5), torch.ones(5, 5, dtype=torch.bool).tril())
 
