@@ -323,6 +323,29 @@ def test_notebook_bench_against_a_baseline_runs_each_tree_with_its_own_helpers(t
     assert any("02_only_new.ipynb: only in this tree" in note for note in table.notes)
 
 
+def test_notebook_bench_against_a_baseline_alternates_which_side_runs_first(tmp_path, monkeypatch):
+    """A kernel started while the last one still exits is slower: neither side may always go
+    second. The order alternates by notebook and by repeat; the medians stay per side."""
+    for side in ("old", "new"):
+        (tmp_path / side / "notebooks").mkdir(parents=True)
+        for name in ("01_a.ipynb", "02_b.ipynb"):
+            nbformat.write(nbformat.v4.new_notebook(), tmp_path / side / "notebooks" / name)
+    runs = []
+
+    def fake_run(path, *, kernel_name):
+        runs.append((path.parents[1].name, path.name))
+        return bench_notebooks.NotebookRun(path.name, wall=2.0 if path.parents[1].name == "new" else 4.0,
+                                           start=0.0, cells=0.0, peak_rss=None)
+
+    monkeypatch.setattr(bench_notebooks, "run_notebook", fake_run)
+    monkeypatch.setattr(bench_notebooks, "_warm_up", lambda kernel_name: 0.0)
+    cfg = Config(notebook_repeats=2)
+    (table,) = bench_notebooks.run_against(cfg, tmp_path / "old", current=tmp_path / "new", echo=False)
+    assert runs == [("old", "01_a.ipynb"), ("new", "01_a.ipynb"), ("new", "01_a.ipynb"), ("old", "01_a.ipynb"),
+                    ("new", "02_b.ipynb"), ("old", "02_b.ipynb"), ("old", "02_b.ipynb"), ("new", "02_b.ipynb")]
+    assert [row["ratio"] for row in table.rows] == [0.5, 0.5, 0.5]
+
+
 # ---------------------------------------------------------------------------------- pages
 def test_page_move_plan_spreads_ranges_cycles_options_and_always_moves():
     assert bench_pages.move_plan("range", 61, 40, 5) == [0, 15, 30, 45, 60]
