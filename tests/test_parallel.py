@@ -78,6 +78,16 @@ def test_side_by_side_means_other_processes_on_linux_without_cuda():
     assert run_all([os.getpid]) == [os.getpid()]  # one job: no process to start
 
 
+@pytest.mark.skipif(not FORKS, reason="run_all is a loop here (CUDA, or not Linux)")
+def test_inside_a_worker_it_is_a_loop():
+    """A pool's workers are daemons, which may not start processes of their own."""
+    def nested():
+        return os.getpid(), run_all([os.getpid] * 2, processes=2)
+
+    for worker, inner in run_all([nested, nested], processes=2):
+        assert worker != os.getpid() and inner == [worker, worker]
+
+
 def test_with_cuda_it_is_a_loop(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert run_all([os.getpid] * 3, processes=2) == [os.getpid()] * 3
