@@ -7,6 +7,8 @@ V value size, H heads. Attention weights are always laid out (..., Q, K).
 import atexit as _atexit
 import gc as _gc
 
+from . import _assert_close
+
 from .attention import AdditiveAttention, DotProductAttention, scaled_dot_product
 from .device import get_device, set_seed
 from .kernel_regression import (
@@ -49,3 +51,7 @@ __all__ = [
 # spent 1-2.6 s shutting down. Frozen first, they are skipped: the process exits in a fraction
 # of that. Nothing changes before exit: what a session makes is collected as usual until then.
 _atexit.register(_gc.freeze)
+
+# torch.testing.assert_close's first call imports torch.distributed.tensor (0.9 s) to ask
+# whether its inputs are DTensors; none can exist before that import (see _assert_close.py).
+_assert_close.install()

@@ -3,7 +3,8 @@ loop gives.
 
 The notebooks train several tiny models (one per seed, per head count, per positional scheme).
 Each trains fastest on one thread, so on a machine with two cores a loop leaves one idle;
-``run_all`` runs them in forked processes instead, and returns what each returns.
+``run_all`` runs them in forked processes instead, and returns what each returns. The page
+views record their states the same way (``widgets/page.py``'s ``build_scene``).
 """
 
 from __future__ import annotations

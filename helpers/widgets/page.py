@@ -60,6 +60,7 @@ image op: as paths, its cells would leave pale seams between them on a canvas.
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import json
 import math
@@ -286,9 +287,11 @@ def _memo(memo: dict, obj: object, compute: Callable[[], object]) -> object:
 def _title_key(ax: Axes, renderer, boxes: dict) -> tuple | None:
     """Everything ``ax._update_title_position`` reads to place the titles, or None when it
     must run (child Axes, x tick labels or label on top, a y offset text such as '1e6'):
-    each title's box where it starts (y = 1: the box stands for its text, font, pad and the
-    Axes' place) and the window extents of the Axes it lines titles up with. The same key,
-    the same places."""
+    whether each title has text, the bottom and top of its box where it starts (y = 1: they
+    stand for its font, pad, lines and the Axes' place; it moves a title up only, by how far
+    its bottom is below what it must clear, so its text along x does not matter: a title that
+    only says another step is placed as before) and the window extents of the Axes it lines
+    titles up with. The same key, the same places."""
     if ax._autotitlepos is False:  # placed by hand (set_title(y=...)): it returns at once
         return ()
     if ax.child_axes:
@@ -304,7 +307,8 @@ def _title_key(ax: Axes, renderer, boxes: dict) -> tuple | None:
         if title.stale or boxes.get(title, (None,))[0] != place:
             (x, y), was_stale = title.get_position(), title.stale
             title.set_position((x, 1.0))
-            boxes[title] = (place, tuple(title.get_window_extent(renderer).bounds))
+            box = title.get_window_extent(renderer)
+            boxes[title] = (place, (box.y0, box.y1))
             title.set_position((x, y))
             title.stale = was_stale
         key.append(boxes[title][1])
@@ -448,14 +452,15 @@ class _Scene:
         key = _title_key(ax, self.recorder, self.title_boxes)
         done = self.title_places.get(ax)
         if key is not None and done is not None and done[0] == key:
-            for title, where in zip(titles, done[1]):
-                if title.get_position() != where:
-                    title.set_position(where)
+            for title, y in zip(titles, done[1]):
+                x, now = title.get_position()
+                if now != y:  # the key holds no x: where along x is the title's own
+                    title.set_position((x, y))
             return
         read = {*ax.child_axes, *_title_peers(ax)}  # the Axes it reads
         with _kept_clean([*titles, *(axis for a in read for axis in (a.xaxis, a.yaxis))]):
             ax._update_title_position(self.recorder)
-        self.title_places[ax] = (key, [t.get_position() for t in titles])
+        self.title_places[ax] = (key, [t.get_position()[1] for t in titles])
 
     def record(self, state: tuple[int, ...], wanted: Sequence[int]) -> dict[int, str]:
         """The ops of the parts ``wanted`` in ``state``, after the view's draw updated the
@@ -639,9 +644,22 @@ def verify_scene(scene: dict, draw: Callable[..., Figure], controls: Sequence[Co
     """Raise ``SceneMismatch``, naming the first such state and op, unless for every state of
     ``states`` the ops the page draws equal a direct recording of the whole figure drawn by
     ``draw`` in that state."""
-    for state in states:
-        values = {c.name: c.values[i] for c, i in zip(controls, state)}
-        want = json.loads(_ops_key(record_figure(call_draw(draw, values))))
+    _check_scene(scene, controls, states, direct_recordings(draw, controls, states))
+
+
+def direct_recordings(draw: Callable[..., Figure], controls: Sequence[Control],
+                      states: Sequence[Sequence[int]]) -> list[str]:
+    """For each of ``states``, the ops of the whole figure ``draw`` draws in it (JSON)."""
+    return [_ops_key(record_figure(call_draw(draw, {c.name: c.values[i]
+                                                    for c, i in zip(controls, state)})))
+            for state in states]
+
+
+def _check_scene(scene: dict, controls: Sequence[Control], states: Sequence[Sequence[int]],
+                 recordings: Sequence[str]) -> None:
+    """``verify_scene`` against ``recordings``: ``direct_recordings`` of ``states``."""
+    for state, recording in zip(states, recordings):
+        want = json.loads(recording)
         got = scene_ops(scene, state)
         if got != want:
             at = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w),
@@ -659,13 +677,13 @@ def _short(op: object) -> str:
     return text if len(text) <= 90 else text[:87] + "..."
 
 
-def _whole_scene(scene: _Scene, controls: Sequence[Control], title: str, why: str) -> tuple:
+def _whole_scene(draw: Callable[..., Figure], controls: Sequence[Control],
+                 default: tuple[int, ...], title: str, why: str) -> tuple:
     """One slot on every control, each state a direct recording of the whole figure."""
     deps_all = list(range(len(controls)))
     _check_states(_product(controls, deps_all), title, why)
-    whole = [_ops_key(record_figure(scene._draw(state)))
-             for state in _states(scene.default, controls, deps_all)]
-    return [{"slot": 0}], {0: deps_all}, {0: whole}, {}
+    states = list(_states(default, controls, deps_all))
+    return [{"slot": 0}], {0: deps_all}, {0: direct_recordings(draw, controls, states)}, {}
 
 
 def _probe_groups(controls: Sequence[Control]) -> list[tuple[int, ...]]:
@@ -680,7 +698,7 @@ def _probe_groups(controls: Sequence[Control]) -> list[tuple[int, ...]]:
 
 
 def build_scene(draw: Callable[..., Figure], controls: Sequence[Control],
-                default: Sequence[int]) -> dict:
+                default: Sequence[int], *, png_values: dict | None = None) -> dict | tuple:
     """The scene of a view (the JSON ``view.js`` draws): the frame, one slot per part that
     depends on a control, and the distinct recordings. ``default``: each control's index.
     Its title is the label of the figure drawn.
@@ -690,50 +708,128 @@ def build_scene(draw: Callable[..., Figure], controls: Sequence[Control],
     every state when there are at most ``VERIFY_ALL``, else ``VERIFY_SAMPLE`` of them). Where
     they differ, every state is recorded whole instead (exact, up to ``MAX_STATES``), or, past
     that, ``SceneMismatch`` names the state. A part the page cannot replay (``_record``'s
-    ``UnsupportedDrawing``) is refused, named."""
+    ``UnsupportedDrawing``) is refused, named.
+
+    The work is done side by side (``helpers.parallel.run_all``: forked processes, one per
+    core, where that is safe; else one after the other here): the probing states in one run
+    of states per core (each process goes on from the figure as the default state left it),
+    and each direct recording the scene is checked against. With ``png_values`` (the
+    controls' values by name), the PNG of that state is drawn too, and ``(scene, png)`` is
+    returned.
+    """
+    from ..parallel import run_all, usable_cores  # noqa: PLC0415 (lazy: parallel imports torch)
+    from ._common import figure_png  # noqa: PLC0415 (_common imports this module)
+
     default = tuple(default)
+    checked = states_to_verify(controls, default)
+    extra: list[Callable[[], object]] = []
+    if png_values is not None:
+        extra.append(lambda: figure_png(call_draw(draw, dict(png_values))))
+    extra += [functools.partial(direct_recordings, draw, controls, [state]) for state in checked]
+
     scene = _Scene(draw, controls, default)
     title = scene.fig.get_label()
-    try:
-        parts = range(len(scene.parts))
-        base = scene.record(default, parts)
+    parts = range(len(scene.parts))
+    base = scene.record(default, parts)
+    groups = _probe_groups(controls)
+    _check_states(sum(_product(controls, g) for g in groups), title)
+    probes = [(group, state) for group in groups
+              for state in _states(default, controls, _in_drawing_order(controls, group))]
+    runs = _runs(probes, usable_cores())
+    # One thread each: a forked child must not use the parent's OpenMP pool (it would hang),
+    # and the views' tensors are small.
+    results = run_all([functools.partial(_probe, scene, run) for run in runs] + extra,
+                      num_threads=1)
+    found, rest = results[:len(runs)], results[len(runs):]
+    png = rest.pop(0) if png_values is not None else None
+    recordings = [recording for (recording,) in rest]
+
+    exact = any(f is None for f in found)  # a probe saw the figure rebuilt: direct recordings
+    if not exact:
         deps: list[set[int]] = [set() for _ in parts]
-        groups = _probe_groups(controls)
-        _check_states(sum(_product(controls, g) for g in groups), title)
-        for group in groups:
-            for state in _states(default, controls, _in_drawing_order(controls, group)):
-                ops = scene.record(state, parts)
-                for c in group:  # does moving c alone, from its default to here, change it?
-                    if state[c] != default[c]:
-                        before = scene.record(state[:c] + (default[c],) + state[c + 1:], parts)
-                        for k in parts:
-                            if ops[k] != before[k]:
-                                deps[k].add(c)
-        frame, slots = scene.frame, {k: sorted(d) for k, d in enumerate(deps) if d}
+        cache = {}
+        for run_deps, run_cache in found:
+            for k in parts:
+                deps[k] |= run_deps[k]
+            cache.update(run_cache)
+        slots = {k: sorted(d) for k, d in enumerate(deps) if d}
         combos = {tuple(d) for d in slots.values()}
         _check_states(sum(_product(controls, d) for d in combos), title)
-        tables = {}
-        for d in combos:
-            wanted = [k for k, dk in slots.items() if tuple(dk) == d]
-            for state in _states(default, controls, _in_drawing_order(controls, d)):
-                scene.record(state, wanted)  # drawn in the cheapest order, then read row-major
-            rows = [scene.record(state, wanted) for state in _states(default, controls, d)]
-            for k in wanted:
-                tables[k] = [row[k] for row in rows]
-    except _Rebuilt:  # the figure changes its artists between states: direct recordings
-        frame, slots, tables, base = _whole_scene(
-            scene, controls, title, "its figure is rebuilt between states: ")
-        return _assemble(scene.fig, title, controls, frame, slots, tables, base)
-    result = _assemble(scene.fig, title, controls, frame, slots, tables, base)
-    try:
-        verify_scene(result, draw, controls, states_to_verify(controls, default))
-    except SceneMismatch as mismatch:
         try:
-            frame, slots, tables, base = _whole_scene(scene, controls, title, f"{mismatch}; ")
-        except ValueError as too_many:
-            raise SceneMismatch(str(too_many)) from None
+            tables = _tables(draw, controls, default, slots, combos, cache)
+        except _Rebuilt:
+            exact = True
+    if exact:
+        frame, slots, tables, base = _whole_scene(
+            draw, controls, default, title, "its figure is rebuilt between states: ")
         result = _assemble(scene.fig, title, controls, frame, slots, tables, base)
-    return result
+    else:
+        result = _assemble(scene.fig, title, controls, scene.frame, slots, tables, base)
+        try:
+            _check_scene(result, controls, checked, recordings)
+        except SceneMismatch as mismatch:
+            try:
+                frame, slots, tables, base = _whole_scene(draw, controls, default, title,
+                                                          f"{mismatch}; ")
+            except ValueError as too_many:
+                raise SceneMismatch(str(too_many)) from None
+            result = _assemble(scene.fig, title, controls, frame, slots, tables, base)
+    return result if png_values is None else (result, png)
+
+
+def _runs(probes: list, count: int) -> list[list]:
+    """``probes`` cut into ``count`` runs of consecutive states (at most one per state; none
+    empty): neighbours differ in one control, so each run redraws little from state to state."""
+    count = max(1, min(count, len(probes)))
+    size, extra = divmod(len(probes), count)
+    runs, start = [], 0
+    for i in range(count):
+        stop = start + size + (i < extra)
+        runs.append(probes[start:stop])
+        start = stop
+    return [run for run in runs if run]
+
+
+def _probe(scene: _Scene, probes: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]):
+    """Record every part in each (group, state) of ``probes`` and in the states with one of
+    the group's controls back at its default: which controls each part depends on (a set per
+    part) and the recordings made, ``{(state, part): ops}``; None if the figure was rebuilt."""
+    parts, default = range(len(scene.parts)), scene.default
+    deps: list[set[int]] = [set() for _ in parts]
+    try:
+        for group, state in probes:
+            ops = scene.record(state, parts)
+            for c in group:  # does moving c alone, from its default to here, change it?
+                if state[c] != default[c]:
+                    before = scene.record(state[:c] + (default[c],) + state[c + 1:], parts)
+                    for k in parts:
+                        if ops[k] != before[k]:
+                            deps[k].add(c)
+    except _Rebuilt:
+        return None
+    return deps, dict(scene.cache)
+
+
+def _tables(draw: Callable[..., Figure], controls: Sequence[Control], default: tuple[int, ...],
+            slots: dict[int, list[int]], combos: set[tuple[int, ...]], cache: dict) -> dict:
+    """Each slot's recordings, row-major over its controls, from ``cache`` where the probes made
+    them; the others (a part that depends on three controls or more) recorded by a scene of
+    their own (raises ``_Rebuilt`` as ``_Scene.record`` does)."""
+    scene = None
+    tables = {}
+    for d in combos:
+        wanted = [k for k, dk in slots.items() if tuple(dk) == d]
+        if any((state, k) not in cache for state in _states(default, controls, d)
+               for k in wanted):
+            if scene is None:
+                scene = _Scene(draw, controls, default)
+            for state in _states(default, controls, _in_drawing_order(controls, d)):
+                if any((state, k) not in cache for k in wanted):
+                    cache.update({(state, k): ops
+                                  for k, ops in scene.record(state, wanted).items()})
+        for k in wanted:
+            tables[k] = [cache[(state, k)] for state in _states(default, controls, d)]
+    return tables
 
 
 def _assemble(fig: Figure, title: str, controls: Sequence[Control], frame: list, slots: dict,
@@ -844,6 +940,7 @@ class PageView(anywidget.AnyWidget):
         self._widgets = dict(controls)
         self._controls = [control_from_widget(name, w) for name, w in self._widgets.items()]
         self._figure: Figure | None = None
+        self._png: tuple[dict, bytes] | None = None  # (values, the PNG of that state)
         self._syncing = False
         self.index = self._indices()
         self.update()  # the first drawing's error is raised here
@@ -908,14 +1005,17 @@ class PageView(anywidget.AnyWidget):
         """Record every state again (the data behind ``draw`` changed) and push it to the page.
         A figure the page cannot replay (``UnsupportedDrawing``) is refused with a warning
         naming the artist; the page then says so beside a still of the current state."""
+        values = self.kwargs
         try:
             try:
-                scene = build_scene(self._draw, self._controls, self._indices())
+                scene, png = build_scene(self._draw, self._controls, self._indices(),
+                                         png_values=values)
+                self._png = (values, png)
             except UnsupportedDrawing as error:
                 scene = self._refusal(error)
             self.scene = encode_scene(scene)
         finally:
-            self._figure = None  # recording drew other states into the Figure
+            self._figure = None  # recording may have drawn other states into the Figure
             _pending.discard(self)
         self.update()
 
@@ -951,7 +1051,13 @@ class PageView(anywidget.AnyWidget):
             self.refresh()
         data, metadata = super()._repr_mimebundle_(**kwargs)
         data["text/plain"] = self.text_summary()
-        data["image/png"] = base64.b64encode(figure_png(self.result)).decode("ascii")
+        # The PNG that the recording just drew of the current values (used once, and only if
+        # no control moved since: the very objects the controls hold now).
+        made, self._png = self._png, None
+        now = self.kwargs
+        png = made[1] if made is not None and made[0].keys() == now.keys() and all(
+            made[0][k] is now[k] for k in now) else None
+        data["image/png"] = base64.b64encode(png or figure_png(self.result)).decode("ascii")
         return data, metadata
 
     def _ipython_display_(self, **kwargs) -> None:  # ipywidgets 7 displays through this hook
