@@ -133,3 +133,30 @@ def test_bad_arguments_are_refused_clearly():
                          r"^fixed_layout must be True or False, got 1")):
         with pytest.raises(ValueError, match=match):
             call()
+
+
+def test_set_image_data_sets_only_what_changes():
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from helpers.widgets._common import set_image_data
+
+    data = np.array([[0.1, np.nan], [0.3, 0.4]])
+    image = Figure().subplots().imshow(data)
+    image.stale = False
+    # The same values (NaN masked, as set_data masks it): nothing is set, nothing marked.
+    assert set_image_data(image, data.copy()) is False and not image.stale
+    held = image.get_array()
+    changes = {
+        "a value": np.array([[0.1, np.nan], [0.3, 0.5]]),
+        "the mask": np.ma.masked_array(data, mask=[[True, True], [False, False]]),
+        "the shape": np.array([[0.1, np.nan, 0.0], [0.3, 0.4, 0.0]]),
+        "the dtype": data.astype(np.float32),
+    }
+    for what, new in changes.items():
+        image.set_data(data)
+        image.stale = False
+        assert set_image_data(image, new) is True, what
+        assert image.stale, what
+        assert image.get_array().shape == np.shape(new) and image.get_array() is not held, what
+    np.testing.assert_array_equal(np.ma.getmaskarray(image.get_array()), np.isnan(data))

@@ -8,13 +8,17 @@ from collections.abc import Callable
 
 import ipywidgets as widgets
 import matplotlib as mpl
+import numpy as np
+from matplotlib import cbook
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 
 from ..checks import check_bool
 from .page import PageView
 
-__all__ = ["interactive_figure", "figure_png", "start_figure", "freeze_layout", "drop_layout_engine"]
+__all__ = ["interactive_figure", "figure_png", "start_figure", "freeze_layout", "drop_layout_engine",
+           "set_image_data"]
 
 
 # Checks the views share (not re-exported: the public checks live in ``helpers.checks``).
@@ -73,6 +77,20 @@ def freeze_layout(fig: Figure) -> None:
     check_figure("fig", fig)
     fig.draw_without_rendering()
     drop_layout_engine(fig)
+
+
+def set_image_data(image: AxesImage, data: np.ndarray) -> bool:
+    """``image.set_data(data)`` unless the image holds that data already (the same values,
+    mask, shape and dtype): a page view records an image again whenever it is set, and a view
+    that redraws every panel on a move changes only some. True if it was set."""
+    new = cbook.safe_masked_invalid(data)  # what set_data stores (NaN and inf masked)
+    old = image.get_array()
+    if (old is not None and old.shape == new.shape and old.dtype == new.dtype
+            and np.array_equal(np.ma.getmaskarray(old), np.ma.getmaskarray(new))
+            and np.array_equal(np.ma.getdata(old), np.ma.getdata(new), equal_nan=True)):
+        return False
+    image.set_data(data)
+    return True
 
 
 def figure_png(fig: Figure) -> bytes:

@@ -28,7 +28,9 @@ from .. import recall
 from ..checks import check_seed
 from ..linear_attention import positive_random_features, random_projection, recurrent_states
 from ..plotting import show_heatmaps, to_numpy
-from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from ._common import (
+    check_figure, check_int_in, freeze_layout, interactive_figure, set_image_data, start_figure,
+)
 from .page import PageView
 
 __all__ = [
@@ -172,7 +174,7 @@ def draw_states(step: int = 0, *, fig: Figure | None = None) -> Figure:
         _layout_states(fig)
     maps = [ax for ax in fig.axes if ax.images]
     for ax, S in zip(maps, to_numpy(states[:, step])):  # (D, V) each
-        ax.images[0].set_data(S)
+        set_image_data(ax.images[0], S)
         dark = ax.images[0].to_rgba(S)[..., :3].sum(axis=-1) < 1.5  # (D, V): as show_heatmaps
         for text in ax.texts:
             j, i = (round(c) for c in text.get_position())  # (column, row)
@@ -342,8 +344,8 @@ def draw_features(num_features: int = 16, *, fig: Figure | None = None) -> Figur
     if fresh:
         _layout_features(fig)
     exact_ax, estimate_ax = [ax for ax in fig.axes if ax.images]
-    exact_ax.images[0].set_data(to_numpy(_softmax()[2]))
-    estimate_ax.images[0].set_data(to_numpy(weights))
+    set_image_data(exact_ax.images[0], to_numpy(_softmax()[2]))
+    set_image_data(estimate_ax.images[0], to_numpy(weights))
     estimate_ax.set_title(f"random features, F = {num_features}", fontsize="medium")
     ax = fig.axes[-1]
     (dot,) = [line for line in ax.lines if line.get_gid() == "current"]

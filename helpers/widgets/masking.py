@@ -21,7 +21,7 @@ from ..checks import (
 )
 from ..masking import masked_softmax, valid_lens_to_mask
 from ..plotting import show_heatmaps, to_numpy
-from ._common import check_figure, freeze_layout, interactive_figure
+from ._common import check_figure, freeze_layout, interactive_figure, set_image_data
 from .page import PageView
 
 __all__ = ["draw_masked_softmax", "valid_length_view", "demo_scores", "demo_views"]
@@ -93,9 +93,9 @@ def draw_masked_softmax(
         freeze_layout(fig)  # updates change only data and titles
         return fig
     hidden = ~np.broadcast_to(keep, weights.shape)
-    for b, ax in enumerate(panels):
-        ax.images[0].set_data(np.ma.masked_array(weights[b], mask=hidden[b]))
-        ax.set_title(titles[b])
+    for b, ax in enumerate(panels):  # only the panels whose lengths moved change
+        set_image_data(ax.images[0], np.ma.masked_array(weights[b], mask=hidden[b]))
+        ax.title.set_text(titles[b])  # (set_title would restyle it: a change to a page view)
     return fig
 
 

@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 from .. import toy
 from ..checks import check_positive_int
 from ..plotting import show_heatmaps
-from ._common import check_figure, freeze_layout, interactive_figure, start_figure
+from ._common import check_figure, freeze_layout, interactive_figure, set_image_data, start_figure
 from .page import PageView
 
 __all__ = ["train_runs", "checkpoint_at", "draw_training", "training_view", "demo_views"]
@@ -154,7 +154,7 @@ def draw_training(
         panel.images[0].set_visible(has_head)
         panel.texts[0].set_visible(not has_head)
         if has_head:
-            panel.images[0].set_data(weights[i])  # the colour limits stay 0 and 1
+            set_image_data(panel.images[0], weights[i])  # the colour limits stay 0 and 1
             panel.set_title(f"head {i} (size {size})")
         else:
             panel.set_title(f"head {i}")

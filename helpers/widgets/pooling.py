@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from ..checks import check_real
 from ..kernel_regression import KERNELS, RegressionData, make_regression_data, nadaraya_watson
 from ..plotting import to_numpy
-from ._common import check_figure, interactive_figure, start_figure
+from ._common import check_figure, interactive_figure, set_image_data, start_figure
 from .page import PageView
 
 __all__ = ["draw_nw", "nw_view", "demo_views"]
@@ -104,7 +104,7 @@ def draw_nw(
     # axes on every draw (nothing is there: the same place, ~10% less drawing time).
     ax_fit.set_title(f"{kernel} kernel, bandwidth σ = {bandwidth:.3g}: test MSE {mse:.3f}",
                      fontsize="medium", y=1.0)
-    ax_map.images[0].set_data(weights)
+    set_image_data(ax_map.images[0], weights)
     ax_map.set_title(f"attention weights (largest {weights.max():.2f})", fontsize="medium",
                      y=1.0)
     return fig

@@ -23,7 +23,9 @@ from matplotlib.figure import Figure
 from ..checks import check_positive_int, check_real
 from ..plotting import show_heatmaps, to_numpy
 from ..rotary import apply_rotary, rotary_angles
-from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from ._common import (
+    check_figure, check_int_in, freeze_layout, interactive_figure, set_image_data, start_figure,
+)
 from .page import PageView
 
 __all__ = [
@@ -156,7 +158,7 @@ def draw_shift(
             label.set_text(str(shift + int(label.get_gid())))
     data = to_numpy(maps).reshape(4, num_positions, num_positions)
     for ax, values, title in zip(axes, data, titles):
-        ax.images[0].set_data(values)
+        set_image_data(ax.images[0], values)
         ax.set_title(title, fontsize="medium")
     fig.suptitle(f"the same {num_positions} tokens at positions m, n = {shift} … "
                  f"{shift + num_positions - 1} (shift s = {shift})", fontsize="medium")

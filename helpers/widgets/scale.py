@@ -26,7 +26,9 @@ from ..tiling import (
     SKIPPED, OnlineSoftmax, online_softmax_result, online_softmax_start, online_softmax_update,
     tile_flops, tile_kinds,
 )
-from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from ._common import (
+    check_figure, check_int_in, freeze_layout, interactive_figure, set_image_data, start_figure,
+)
 from .page import PageView
 
 __all__ = [
@@ -268,7 +270,7 @@ def draw_tiles(
         fig._scale_key = (num_queries, num_keys)
         freeze_layout(fig)
     ax, bars = fig.axes
-    ax.images[0].set_data(np.ma.masked_invalid(data))
+    set_image_data(ax.images[0], np.ma.masked_invalid(data))
     borders = [[(x - 0.5, -0.5), (x - 0.5, num_queries - 0.5)] for x in range(block_size, num_keys, block_size)]
     borders += [[(-0.5, y - 0.5), (num_keys - 0.5, y - 0.5)] for y in range(block_size, num_queries, block_size)]
     ax.collections[0].set_segments(borders)
@@ -385,7 +387,7 @@ def draw_gqa(kv_heads: int = 8, *, fig: Figure | None = None) -> Figure:
     ax, lines = fig.axes
     group = heads // kv_heads  # query heads per K/V head
     kv_of = np.arange(heads) // group  # (H,): the K/V head each query head reads
-    ax.images[0].set_data(np.stack([np.full(heads, 0.45), kv_of % 2]))  # groups: alternate
+    set_image_data(ax.images[0], np.stack([np.full(heads, 0.45), kv_of % 2]))  # groups: alternate
     ax.collections[1].set_segments([[(x - 0.5, -0.5), (x - 0.5, 1.5)]
                                     for x in range(group, heads, group)])
     for i, text in enumerate(ax.texts):  # the K/V head's number (from 1), once per group

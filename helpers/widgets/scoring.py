@@ -30,7 +30,9 @@ from ..checks import (
     check_qk_size, check_rank, check_real, check_seed, check_size,
 )
 from ..plotting import to_numpy
-from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from ._common import (
+    check_figure, check_int_in, freeze_layout, interactive_figure, set_image_data, start_figure,
+)
 from .page import PageView
 
 __all__ = [
@@ -150,7 +152,7 @@ def draw_scaling(
     if fresh:
         _layout_scaling(fig, num_queries, num_keys)
     ax_map, ax_bar = fig.axes[0], fig.axes[1]
-    ax_map.images[0].set_data(to_numpy(weights))
+    set_image_data(ax_map.images[0], to_numpy(weights))
     for bar, width in zip(ax_bar.patches, weights.max(-1).values.tolist()):
         bar.set_width(width)
     spread = (queries @ keys.T).std().item() / (math.sqrt(d) if scaled else 1.0)
@@ -467,7 +469,7 @@ def draw_hidden_size(num_hiddens: int, *, seed: int = 0, fig: Figure | None = No
         _layout_hidden_size(fig, data)
     panels = [ax for ax in fig.axes if ax.images]
     for c, ax in enumerate(panels[2:]):  # the additive row: the dot product does not change
-        ax.images[0].set_data(data["landscapes"]["additive"][c])
+        set_image_data(ax.images[0], data["landscapes"]["additive"][c])
         for label, rank in zip(rank_labels(ax), data["ranks"]["additive"][c]):
             label.set_text(str(rank))
     fig.suptitle(_hidden_size_title(num_hiddens, data["alike"]))

@@ -22,7 +22,9 @@ from .. import induction
 from ..checks import check_positive_int
 from ..masking import causal_mask
 from ..plotting import MASKED_COLOR, show_heatmaps
-from ._common import check_figure, check_int_in, freeze_layout, interactive_figure, start_figure
+from ._common import (
+    check_figure, check_int_in, freeze_layout, interactive_figure, set_image_data, start_figure,
+)
 from .page import PageView
 
 __all__ = [
@@ -177,7 +179,7 @@ def draw_explorer(run: induction.TrainingRun, step: int | None = None, layer: in
     weights = state["weights"][c, e]  # (L, H, T, T)
     keep = state["keep"]
     main = state["main"]
-    main.images[0].set_data(np.ma.masked_array(weights[li, hi], mask=~keep))
+    set_image_data(main.images[0], np.ma.masked_array(weights[li, hi], mask=~keep))
     if state["example"] != e:  # tokens on the axes and the target markers follow the example
         labels = state["labels"][e]
         main.set_xticks(range(len(labels)), labels)
@@ -188,8 +190,8 @@ def draw_explorer(run: induction.TrainingRun, step: int | None = None, layer: in
         state["example"] = e
     main.title.set_text(f"layer {layer} · head {head} at step {step}\n"
                         f"example {example + 1}: copy distance {state['periods'][e]}")
-    for (l, hh), ax in state["grid"].items():
-        ax.images[0].set_data(np.ma.masked_array(weights[l, hh], mask=~keep))
+    for (l, hh), ax in state["grid"].items():  # the grid's images change on a step or example
+        set_image_data(ax.images[0], np.ma.masked_array(weights[l, hh], mask=~keep))
         ax.title.set_text(f"layer {l + 1} · head {hh + 1}\nprev {state['prev'][c, l, hh]:.2f}"
                           f" · ind {state['ind'][c, l, hh]:.2f}")
         colour, width = ("black", 2.5) if (l, hh) == (li, hi) else ("#999999", 0.6)  # the chosen

@@ -23,7 +23,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from ..masking import causal_mask
 from ..plotting import to_numpy
-from ._common import check_figure, check_int_in, interactive_figure, start_figure
+from ._common import check_figure, check_int_in, interactive_figure, set_image_data, start_figure
 from .page import PageView
 
 __all__ = ["T", "WINDOWS", "LAYERS", "CACHE_POSITIONS", "MAX_LENGTH", "reach", "cache_sizes",
@@ -179,7 +179,7 @@ def draw_reach(window: int = 4, layers: int = 2, *, fig: Figure | None = None) -
     left, middle, cache = fig.axes
     suptitle, left_title, middle_title = _texts(window, layers, reached[-1])
     for ax, data, title in ((left, band, left_title), (middle, reached, middle_title)):
-        ax.images[0].set_data(data.astype(np.float64))
+        set_image_data(ax.images[0], data.astype(np.float64))
         ax.set_title(title, fontsize="small")
     lines = {line.get_gid(): line for line in cache.lines}
     held = to_numpy(cache_sizes(window))
