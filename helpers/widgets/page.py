@@ -796,7 +796,15 @@ def _probe(scene: _Scene, probes: Sequence[tuple[tuple[int, ...], tuple[int, ...
     part) and the recordings made, ``{(state, part): ops}``; None if the figure was rebuilt."""
     parts, default = range(len(scene.parts)), scene.default
     deps: list[set[int]] = [set() for _ in parts]
+    # The states with one control back at its default, first and in drawing order: a run that
+    # starts midway through a group (in a forked worker, from the default state) would jump
+    # to each of them and back, redrawing most parts twice per state.
+    befores = {state[:c] + (default[c],) + state[c + 1:]
+               for group, state in probes for c in group if state[c] != default[c]}
+    order = _in_drawing_order(scene.controls, range(len(default)))
     try:
+        for state in sorted(befores, key=lambda s: tuple(s[c] for c in order)):
+            scene.record(state, parts)
         for group, state in probes:
             ops = scene.record(state, parts)
             for c in group:  # does moving c alone, from its default to here, change it?
@@ -813,23 +821,39 @@ def _probe(scene: _Scene, probes: Sequence[tuple[tuple[int, ...], tuple[int, ...
 def _tables(draw: Callable[..., Figure], controls: Sequence[Control], default: tuple[int, ...],
             slots: dict[int, list[int]], combos: set[tuple[int, ...]], cache: dict) -> dict:
     """Each slot's recordings, row-major over its controls, from ``cache`` where the probes made
-    them; the others (a part that depends on three controls or more) recorded by a scene of
-    their own (raises ``_Rebuilt`` as ``_Scene.record`` does)."""
-    scene = None
-    tables = {}
-    for d in combos:
+    them; the others (parts that depend on three controls or more) recorded by a scene of their
+    own, in runs of neighbouring states side by side (raises ``_Rebuilt`` as ``_Scene.record``
+    does)."""
+    from ..parallel import run_all, usable_cores  # noqa: PLC0415
+
+    missing = []  # (state, wanted parts), in drawing order
+    for d in sorted(combos):
         wanted = [k for k, dk in slots.items() if tuple(dk) == d]
-        if any((state, k) not in cache for state in _states(default, controls, d)
-               for k in wanted):
-            if scene is None:
-                scene = _Scene(draw, controls, default)
-            for state in _states(default, controls, _in_drawing_order(controls, d)):
-                if any((state, k) not in cache for k in wanted):
-                    cache.update({(state, k): ops
-                                  for k, ops in scene.record(state, wanted).items()})
-        for k in wanted:
-            tables[k] = [cache[(state, k)] for state in _states(default, controls, d)]
-    return tables
+        for state in _states(default, controls, _in_drawing_order(controls, d)):
+            if any((state, k) not in cache for k in wanted):
+                missing.append((state, wanted))
+    if missing:
+        scene = _Scene(draw, controls, default)
+        found = run_all([functools.partial(_record_states, scene, run)
+                         for run in _runs(missing, usable_cores())], num_threads=1)
+        if any(f is None for f in found):
+            raise _Rebuilt
+        for recorded in found:
+            cache.update(recorded)
+    return {k: [cache[(state, k)] for state in _states(default, controls, d)]
+            for d in combos for k in slots if tuple(slots[k]) == d}
+
+
+def _record_states(scene: _Scene, states: Sequence[tuple[tuple[int, ...], list[int]]]):
+    """``{(state, part): ops}`` for each (state, wanted parts) of ``states``; None if the
+    figure was rebuilt."""
+    recorded = {}
+    try:
+        for state, wanted in states:
+            recorded.update({(state, k): ops for k, ops in scene.record(state, wanted).items()})
+    except _Rebuilt:
+        return None
+    return recorded
 
 
 def _assemble(fig: Figure, title: str, controls: Sequence[Control], frame: list, slots: dict,
