@@ -82,7 +82,15 @@ def freeze_layout(fig: Figure) -> None:
 def set_image_data(image: AxesImage, data: np.ndarray) -> bool:
     """``image.set_data(data)`` unless the image holds that data already (the same values,
     mask, shape and dtype): a page view records an image again whenever it is set, and a view
-    that redraws every panel on a move changes only some. True if it was set."""
+    that redraws every panel on a move changes only some. ``data``: a 2-D NumPy array of
+    numbers (a masked array too) — a heatmap's values. True if it was set."""
+    if not isinstance(image, AxesImage):
+        raise ValueError(f"image must be a matplotlib AxesImage, got {type(image).__name__}")
+    if not (isinstance(data, np.ndarray) and data.ndim == 2 and data.dtype.kind in "biuf"):
+        what = (f"an array of shape {data.shape} and dtype {data.dtype}"
+                if isinstance(data, np.ndarray) else type(data).__name__)
+        raise ValueError(f"data must be a 2-D NumPy array of numbers (a heatmap's values), got "
+                         f"{what}")
     new = cbook.safe_masked_invalid(data)  # what set_data stores (NaN and inf masked)
     old = image.get_array()
     if (old is not None and old.shape == new.shape and old.dtype == new.dtype

@@ -174,6 +174,20 @@ COMMON = [
     Spec("helpers.widgets._common.freeze_layout", call=_common.freeze_layout,
          good=lambda: dict(fig=Figure(layout="constrained")), rules={"fig": FIGURE},
          check=lambda out, kw: out is None and kw["fig"].get_layout_engine() is None),
+    Spec("helpers.widgets._common.set_image_data", call=_common.set_image_data,
+         good=lambda: dict(image=Figure().subplots().imshow(np.zeros((2, 3))),
+                           data=np.array([[0.0, 0.5, 1.0], [np.nan, 0.25, 0.75]])),
+         rules={"image": lambda v: False,  # only a real AxesImage is valid: by hand
+                "data": lambda v: (isinstance(v, np.ndarray) and v.ndim == 2
+                                   and v.dtype.kind in "biuf")},
+         check=lambda out, kw: out is True and np.array_equal(
+             np.ma.getdata(kw["image"].get_array()), kw["data"], equal_nan=True),
+         bad=[Case("a-1d-array", lambda kw: kw.update(data=np.zeros(3)),
+                   r"^data must be a 2-D NumPy array of numbers .* got an array of shape \(3,\)"),
+              Case("a-tensor", lambda kw: kw.update(data=torch.zeros(2, 3)),
+                   r"^data must be a 2-D NumPy array .* got Tensor"),
+              Case("a-figure", lambda kw: kw.update(image=Figure()),
+                   r"^image must be a matplotlib AxesImage, got Figure")]),
     Spec("helpers.widgets._common.drop_layout_engine", call=_common.drop_layout_engine,
          good=lambda: dict(fig=Figure(layout="constrained")), rules={"fig": FIGURE},
          check=lambda out, kw: out is None and kw["fig"].get_layout_engine() is None),
