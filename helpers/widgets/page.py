@@ -1029,7 +1029,7 @@ class PageView(anywidget.AnyWidget):
         """Record every state again (the data behind ``draw`` changed) and push it to the page.
         A figure the page cannot replay (``UnsupportedDrawing``) is refused with a warning
         naming the artist; the page then says so beside a still of the current state."""
-        values = self.kwargs
+        values, self._png = self.kwargs, None  # a refusal below leaves no PNG of an earlier one
         try:
             try:
                 scene, png = build_scene(self._draw, self._controls, self._indices(),
