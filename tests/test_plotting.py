@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from ast import literal_eval
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +14,7 @@ from matplotlib.colors import to_rgba
 
 from helpers import set_theme, show_heatmaps, to_numpy
 from helpers.plotting import MASKED_COLOR, NAN_COLOR
+from tests.test_assert_close import fresh
 
 
 @pytest.mark.parametrize("shape, panels", [((4, 6), 1), ((3, 4, 6), 3), ((2, 3, 4, 6), 6)])
@@ -128,6 +132,70 @@ def test_set_theme_gives_one_look():
         assert mpl.rcParams["axes.grid"] is False  # no grid lines over heatmap cells
         assert mpl.rcParams["figure.dpi"] == 100
         assert mpl.rcParams["xtick.major.size"] > 0  # the "ticks" style
+
+
+# set_theme applies seaborn's theme, frozen in helpers/_theme_rc.py, without importing seaborn.
+# Each case runs in fresh interpreters: the same steps, then helpers' or seaborn's set_theme.
+THEMES = {
+    "helpers": "helpers.set_theme()",
+    "seaborn": """import seaborn; seaborn.set_theme(context="notebook", style="ticks", palette="deep",
+                  rc={"figure.dpi": 100, "savefig.dpi": 100, "axes.titlesize": "medium"})""",
+}
+BEFORE = {
+    "fresh": "",
+    "user-changed-rc": """mpl.rcParams.update({"axes.grid": True, "font.size": 20, "image.cmap": "viridis",
+                          "figure.dpi": 72, "xtick.bottom": False, "axes.titleweight": "bold"})
+mpl.rcParams["axes.prop_cycle"] = mpl.cycler(color=["red", "blue"])
+to_rgba("b")  # the colour cache now holds matplotlib's own blue""",
+    "seaborn-imported-first": "import seaborn",  # as notebooks that draw with seaborn do
+}
+PROBE = """
+import json, sys
+import matplotlib as mpl
+mpl.use("Agg")
+from cycler import Cycler
+from matplotlib.colors import to_rgba
+import helpers
+{before}
+{theme}
+modules = sorted(m for m in ("seaborn", "pandas") if m in sys.modules)
+rc = {{k: repr(v.by_key()["color"] if isinstance(v, Cycler) else v) for k, v in mpl.rcParams.items()}}
+codes = {{code: to_rgba(code) for code in "bgrmyck"}}
+cmap = mpl.colormaps[mpl.rcParams["image.cmap"]](range(256)).tolist()
+print(json.dumps(dict(rc=rc, codes=codes, cmap=cmap, modules=modules)))
+"""
+
+
+@functools.cache
+def theme_state(theme: str, before: str) -> dict:
+    """matplotlib's rcParams (reprs), colour codes, image.cmap's colours and which of seaborn and
+    pandas are imported, after ``BEFORE[before]`` then ``THEMES[theme]`` in a fresh Python."""
+    return fresh(PROBE.format(before=BEFORE[before], theme=THEMES[theme]))
+
+
+@pytest.mark.parametrize("before", BEFORE)
+def test_set_theme_leaves_matplotlib_as_seaborn_set_theme_does(before):
+    ours, seaborns = theme_state("helpers", before), theme_state("seaborn", before)
+    differ = {k: (v, seaborns["rc"].get(k)) for k, v in ours["rc"].items() if v != seaborns["rc"].get(k)}
+    assert differ == {} and ours["rc"].keys() == seaborns["rc"].keys()
+    assert ours["codes"] == seaborns["codes"]
+    assert ours["cmap"] == seaborns["cmap"]  # "rocket", registered by set_theme without seaborn
+
+
+def test_set_theme_imports_neither_seaborn_nor_pandas():
+    assert theme_state("helpers", "fresh")["modules"] == []
+    assert theme_state("seaborn", "fresh")["modules"] == ["pandas", "seaborn"]  # what it avoids
+
+
+def test_set_theme_resets_what_the_user_changed_as_seaborn_does():
+    rc = theme_state("helpers", "user-changed-rc")["rc"]
+    assert (rc["axes.grid"], rc["font.size"], rc["image.cmap"], rc["figure.dpi"], rc["xtick.bottom"]) \
+        == ("False", "12.0", "'rocket'", "100.0", "True")
+    cycle = literal_eval(rc["axes.prop_cycle"])
+    assert len(cycle) == 10 and cycle[0] == to_rgba("#4C72B0")[:3]  # the "deep" palette
+    assert rc["axes.titleweight"] == "'bold'"  # not part of the theme: left as the user set it
+    codes = theme_state("helpers", "user-changed-rc")["codes"]
+    assert codes["b"] == list(to_rgba("#4C72B0"))  # not the cached matplotlib blue
 
 
 # ----------------------------------------------------------------- defects pinned (fuzz)
