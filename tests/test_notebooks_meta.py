@@ -382,6 +382,28 @@ def test_no_execution_timestamps(path, nb):
         "(tools/widget_state.py split drops them)")
 
 
+def test_stream_outputs_joined(path, nb):
+    split = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+        a.get("output_type") == b.get("output_type") == "stream" and a.get("name") == b.get("name")
+        for a, b in zip(c.outputs, c.outputs[1:]))]
+    assert not split, (
+        f"{path.name}: cells {split} store one print cut into several stream outputs: run "
+        "`make notebooks` (tools/widget_state.py split joins them)")
+
+
+def test_split_joins_consecutive_streams():
+    out = nbformat.v4.new_output
+    outputs = [out("stream", name="stdout", text="a"), out("stream", name="stdout", text="b\n"),
+               out("stream", name="stderr", text="w\n"), out("stream", name="stdout", text="c"),
+               out("execute_result", data={"text/plain": "1"}, execution_count=1),
+               out("stream", name="stdout", text="d"), out("stream", name="stdout", text="e")]
+    joined = widget_state.joined_streams(outputs)
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in joined] == [
+        ("stream", "stdout", "ab\n"), ("stream", "stderr", "w\n"), ("stream", "stdout", "c"),
+        ("execute_result", None, None), ("stream", "stdout", "de")]
+    assert outputs[0].text == "a"  # the input's outputs are left as they were
+
+
 NOTEBOOK_MENTION = re.compile(r"\b[Nn]otebooks? (?:\[)?(\d\d)\b")
 LINKED_MENTION = re.compile(r"\[[Nn]otebook (\d\d)\]\(([^)]+)\)|\[(\d\d)\]\(([^)]+)\)")
 

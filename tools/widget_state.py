@@ -6,7 +6,9 @@ notebook's ``metadata.widgets`` (nbconvert's ``WidgetsDataTypeFilter``), and so 
 box. Without that metadata it falls back to the PNG of the same output. So `make notebooks`
 moves the state to ``notebooks/widget_state/NN_name.json`` (``split``), and `make site` puts it
 back into its copy of each notebook (``merged``), where the views need it to move without a
-kernel. ``split`` also drops the cells' ``execution`` timestamps, which change on every run.
+kernel. ``split`` also drops the cells' ``execution`` timestamps, which change on every run, and
+joins a cell's consecutive stream outputs of one name (stdout, stderr) into one: how a print's
+text is cut into messages depends on timing, so a re-run would otherwise rewrite them.
 
     python tools/widget_state.py split notebooks/01_queries_keys_values.ipynb ...
 """
@@ -43,9 +45,23 @@ def merged(notebook: Path) -> nbformat.NotebookNode:
     return nb
 
 
+def joined_streams(outputs: list) -> list:
+    """``outputs`` with each run of consecutive stream outputs of one name joined into one (new
+    outputs: those given are left as they are)."""
+    joined = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        if (output.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == output.get("name")):
+            joined[-1] = nbformat.from_dict({**last, "text": "".join(last["text"]) + "".join(output["text"])})
+        else:
+            joined.append(output)
+    return joined
+
+
 def split(notebook: Path) -> str:
-    """Move ``metadata.widgets`` to the file beside the notebook (replacing an older one) and drop
-    the cells' execution timestamps. A notebook without widget state keeps any older file: only a
+    """Move ``metadata.widgets`` to the file beside the notebook (replacing an older one), drop
+    the cells' execution timestamps and join consecutive stream outputs. A notebook without widget state keeps any older file: only a
     fresh run (`make notebooks`) writes one. Returns what it did, in a line."""
     notebook = Path(notebook)
     text = notebook.read_text(encoding="utf-8")
@@ -53,6 +69,8 @@ def split(notebook: Path) -> str:
     widgets = nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = joined_streams(cell.outputs)
     if widgets is not None:
         path = state_path(notebook)
         path.parent.mkdir(exist_ok=True)
