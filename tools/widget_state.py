@@ -45,32 +45,24 @@ def merged(notebook: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def joined_streams(outputs: list) -> list:
-    """``outputs`` with each run of consecutive stream outputs of one name joined into one (new
-    outputs: those given are left as they are)."""
-    joined = []
-    for output in outputs:
-        last = joined[-1] if joined else None
-        if (output.get("output_type") == "stream" and last is not None
-                and last.get("output_type") == "stream" and last.get("name") == output.get("name")):
-            joined[-1] = nbformat.from_dict({**last, "text": "".join(last["text"]) + "".join(output["text"])})
-        else:
-            joined.append(output)
-    return joined
-
-
 def split(notebook: Path) -> str:
     """Move ``metadata.widgets`` to the file beside the notebook (replacing an older one), drop
-    the cells' execution timestamps and join consecutive stream outputs. A notebook without widget state keeps any older file: only a
-    fresh run (`make notebooks`) writes one. Returns what it did, in a line."""
+    the cells' execution timestamps and join consecutive stream outputs (nbconvert's
+    ``CoalesceStreamsPreprocessor``, which also drops text a carriage return wrote over, as a
+    front end shows it). A notebook without widget state keeps any older file: only
+    a fresh run (`make notebooks`) writes one. Returns what it did, in a line."""
+    # Imported here: nbconvert's preprocessors take a second or two to import, and `make site`
+    # and the tests import this module for ``merged`` and ``state_path`` alone.
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
     notebook = Path(notebook)
     text = notebook.read_text(encoding="utf-8")
     nb = nbformat.reads(text, as_version=4)
     widgets = nb.metadata.pop("widgets", None)
-    for cell in nb.cells:
+    coalesce = CoalesceStreamsPreprocessor()
+    for index, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
-        if cell.cell_type == "code":
-            cell.outputs = joined_streams(cell.outputs)
+        coalesce.preprocess_cell(cell, {}, index)
     if widgets is not None:
         path = state_path(notebook)
         path.parent.mkdir(exist_ok=True)
