@@ -257,3 +257,81 @@ def test_show_heatmaps_draws_into_a_subfigure():
     assert [np.asarray(ax.images[0].get_array()).tolist() for ax in sub.axes if ax.images] == data.tolist()
     with pytest.raises(ValueError, match=r"^figsize must be None when fig is a SubFigure"):
         show_heatmaps(data, fig=sub, figsize=(4, 3))
+
+
+# In IPython with the inline backend, set_theme has a figure with constrained layout shown as
+# drawn (one layout pass) and every other figure cropped as IPython crops it (a second pass to
+# measure it). A fresh interpreter: a shell of its own, with the inline backend's formatters.
+INLINE_PROBE = """
+import base64, io, json
+import matplotlib as mpl
+mpl.use("Agg")
+import numpy as np
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.pylabtools import print_figure
+from matplotlib.figure import Figure
+from matplotlib_inline.backend_inline import configure_inline_support
+from PIL import Image
+import helpers
+
+shell = InteractiveShell.instance()
+configure_inline_support(shell, "module://matplotlib_inline.backend_inline")  # %matplotlib inline
+{setup}
+png = shell.display_formatter.formatters["image/png"]
+
+def shown(fig):  # what the notebook stores: the formatter's base64 PNG, decoded
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(png(fig)))))
+
+def drawn(fig):  # the figure's own canvas, drawn once
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi)
+    return np.asarray(Image.open(buf))
+
+def cropped(fig):  # IPython's own inline PNG
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(
+        print_figure(fig, "png", bbox_inches="tight", base64=True)))))
+
+def figure(layout):
+    fig = Figure(figsize=(4, 2.5), dpi=100, layout=layout)
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set(xlabel="below the axes", ylabel="left of them", title="above")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside the axes, on the right
+    return fig
+
+laid_out, plain = figure("constrained"), figure(None)
+print(json.dumps(dict(
+    laid_out_shape=shown(laid_out).shape[:2],
+    laid_out_as_drawn=bool(np.array_equal(shown(laid_out), drawn(laid_out))),
+    plain_shape=shown(plain).shape[:2],
+    plain_as_ipython=bool(np.array_equal(shown(plain), cropped(plain))),
+    wrapped_once=getattr(getattr(png.lookup_by_type(Figure), "__wrapped__", None), "__wrapped__", None) is None,
+    ours=hasattr(png.lookup_by_type(Figure), "__wrapped__"),
+)))
+"""
+
+
+def inline_state(setup: str) -> dict:
+    return fresh(INLINE_PROBE.format(setup=setup))
+
+
+def test_set_theme_shows_a_laid_out_figure_as_drawn_and_crops_the_others_as_ipython_does():
+    state = inline_state("helpers.set_theme()\nhelpers.set_theme()  # twice: wrapped once")
+    assert state["ours"] and state["wrapped_once"]
+    assert state["laid_out_shape"] == [250, 400]  # 4 × 2.5 inches at 100 dpi: the whole canvas
+    assert state["laid_out_as_drawn"]  # pixel for pixel the canvas, drawn once
+    # The plain figure's legend hangs outside its canvas: cropped to its tight box it is wider
+    # than the canvas, exactly the PNG IPython itself makes.
+    assert state["plain_as_ipython"] and state["plain_shape"][1] > 400
+
+
+def test_without_set_theme_ipython_crops_every_figure():
+    state = inline_state("")  # what the test above changes: IPython's own formatter
+    assert not state["ours"]
+    assert not state["laid_out_as_drawn"] and state["laid_out_shape"] != [250, 400]
+
+
+def test_set_theme_leaves_a_formatter_that_is_not_ipythons_cropping_one_alone():
+    state = inline_state('shell.run_line_magic("config", "InlineBackend.print_figure_kwargs = {}")\n'
+                         "helpers.set_theme()")
+    assert not state["ours"]  # the user chose no crop (or another format): nothing to change
