@@ -8,7 +8,7 @@ the series' trainings take. The update runs on lists of tensors (``torch._foreac
 Python call per operation for all the parameters, not one per parameter.
 
 Internal (the trainers of ``induction``, ``toy``, ``seq2seq``, ``relative_task``, ``recall`` and
-``streaming`` use it); the notebooks that train by hand use ``torch.optim`` as a reader would.
+``streaming`` use it). Notebooks 02 and 08 train by hand with it too, and say why in a note.
 """
 
 from __future__ import annotations
