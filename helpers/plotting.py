@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import sys
 from collections.abc import Callable, Sequence
 
 import matplotlib as mpl
@@ -33,7 +34,10 @@ NAN_COLOR = "#ff00ff"  # NaN cells: magenta, outside every colormap used here an
 def set_theme() -> None:
     """The one look of the series: seaborn's "ticks" style (white background, no grid lines
     over heatmap cells) in the "notebook" context with its "deep" palette. Every notebook
-    calls it in its first code cell; figures made afterwards (the views' too) follow it.
+    calls it in its first code cell; figures made afterwards (the views' too) follow it. In
+    Jupyter's inline backend it also shows a figure with constrained layout as drawn, not
+    cropped to its tight box (``_draw_laid_out_figures_once``); other figures are cropped as
+    IPython crops them.
 
     Applied without importing seaborn, which imports pandas (0.66 s a kernel, in notebooks
     that draw nothing with seaborn): the rcParams and colour codes that ``seaborn.set_theme``
@@ -59,21 +63,18 @@ def _draw_laid_out_figures_once() -> None:
     label or legend outside its canvas, which the crop brings back. Nothing happens outside
     IPython, or where another PNG formatter (or none) is registered for figures: another
     backend, ``retina``, a user's own; ``%matplotlib inline`` again restores IPython's."""
-    try:
-        from IPython import get_ipython  # noqa: PLC0415 (IPython: a dependency, not always loaded)
-        from IPython.core.pylabtools import print_figure  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return
-    shell = get_ipython()
+    ipython = sys.modules.get("IPython")  # not loaded: no shell to show figures in (a script)
+    shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
         return
+    from IPython.core.pylabtools import print_figure  # noqa: PLC0415 (loaded with the shell)
+
     png = shell.display_formatter.formatters["image/png"]
     try:
         current = png.lookup_by_type(Figure)
     except KeyError:  # no PNG for figures: not the inline backend
         return
-    if getattr(current, "__wrapped__", None) is not None:  # already ours
-        return
+    # IPython's own cropping formatter only (ours, set by an earlier call, is not a partial)
     if not (isinstance(current, functools.partial) and current.func is print_figure
             and current.keywords.get("bbox_inches") == "tight"):
         return

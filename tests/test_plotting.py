@@ -331,6 +331,18 @@ def test_without_set_theme_ipython_crops_every_figure():
     assert not state["laid_out_as_drawn"] and state["laid_out_shape"] != [250, 400]
 
 
+def test_set_theme_outside_ipython_does_not_import_it():
+    # A script has no shell to show figures in: set_theme looks for a loaded IPython, no more.
+    assert fresh("""
+        import json, sys
+        import matplotlib as mpl
+        mpl.use("Agg")
+        import helpers
+        helpers.set_theme()
+        print(json.dumps("IPython" in sys.modules))
+    """) is False
+
+
 def test_set_theme_leaves_a_formatter_that_is_not_ipythons_cropping_one_alone():
     state = inline_state('shell.run_line_magic("config", "InlineBackend.print_figure_kwargs = {}")\n'
                          "helpers.set_theme()")
