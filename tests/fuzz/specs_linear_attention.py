@@ -1,6 +1,7 @@
-"""Specs for ``helpers.linear_attention``: the feature maps, the random projection, the visible
-prefixes, linear attention (forward and gradients, in its three forms), the recurrent states and
-the delta rule (see ``tests/fuzz/__init__.py`` for the format).
+"""Specs for ``helpers.linear_attention``: the feature maps, the random projection (iid and
+orthogonal), the visible prefixes, linear attention (forward and gradients, in its three forms),
+the recurrent states and the delta rule, with and without a decay (see ``tests/fuzz/__init__.py``
+for the format).
 
 Sizes: B batch 2, Q queries 3, K keys 5, D query/key size 4, V value size 6 (Q ≠ K, D ≠ V).
 Every ``check`` compares with a formula written out here in float64 — elu(x) + 1 as x + 1 / eˣ,
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers import linear_attention as la
-from tests.fuzz import RULES, Case, OneOf, Spec, T, _is_int
+from tests.fuzz import RULES, Case, OneOf, Real, Spec, T, _is_int
 from tests.fuzz.specs_tiling import attend_with_grad, rand  # the same call and draws
 from tests.test_linear_attention import elu_plus_one, take_mask, vectorised, written_out  # the formulas
 
@@ -146,6 +147,35 @@ def _hidden_nan(kw):
         kw[name] = x
 
 
+def _visible_nan(where: str):
+    """One NaN entry in key 1, value 1 or query 1 of row 0 (seen: the good call's row 0 has
+    lengths 0, 5, 2, causal, K − Q = 2)."""
+    def change(kw):
+        name = {"key": "keys", "value": "values", "query": "queries"}[where]
+        x = kw[name].clone()
+        x[0, 1, 0] = math.nan
+        kw[name] = x
+    return change
+
+
+def _nan_check(where: str):
+    """NaN exactly in the outputs that see the NaN (a value: its column only); the others as the
+    formula written out (which never touches the NaN for them)."""
+    def check(result, kw) -> bool:
+        out, _ = result
+        q, k, v = (kw[n] for n in ("queries", "keys", "values"))
+        take = take_mask(q.shape[0], q.shape[1], k.shape[1], kw.get("valid_lens"), bool(kw.get("causal")))
+        expected = torch.zeros(out.shape, dtype=torch.bool)
+        if where == "query":
+            expected[0, 1] = take[0, 1].any()
+        else:
+            expected[0] = take[0, :, 1, None] & (torch.arange(out.shape[-1]) == 0 if where == "value" else True)
+        ok = bool(expected.any()) and torch.equal(torch.isnan(out).cpu(), expected)
+        formula = written_out(q, k, v, elu_plus_one, kw.get("valid_lens"), bool(kw.get("causal")))
+        return ok and _close(out[~expected], formula[~expected], out.dtype)
+    return check
+
+
 def _prf_formula(out, kw) -> bool:
     """exp(W x − |x|²/2) / √F, in float64, every feature > 0."""
     x, W = kw["x"].double(), kw["projection"].double()
@@ -155,11 +185,20 @@ def _prf_formula(out, kw) -> bool:
 
 
 def _projection_check(out, kw) -> bool:
-    """(F, D) standard normal numbers drawn in float64 with the generator, then cast."""
+    """(F, D) standard normal numbers drawn in float64 with the generator, then cast; with
+    ``orthogonal``, rows orthogonal within each block of D (Gram matrix diagonal)."""
     Fn, Dn = int(kw["num_features"]), int(kw["size"])
     dtype, device = kw["dtype"], kw["device"]
     want = torch.device("cpu") if device is None else torch.device(device)
     ok = out.shape == (Fn, Dn) and out.dtype == dtype and out.device.type == want.type
+    if kw.get("orthogonal"):
+        W = out.double().cpu()
+        tol = 1e-10 if dtype == torch.float64 else 3e-2 if dtype == torch.bfloat16 else 3e-3 * Dn
+        for start in range(0, Fn, Dn):
+            block = W[start:start + Dn]
+            gram = block @ block.T
+            ok = ok and bool((gram - torch.diag(gram.diagonal())).abs().max() <= tol * gram.diagonal().max())
+        return ok and bool(torch.isfinite(out).all())
     if kw["generator"] is not None:  # good()'s generator, seeded 0
         expected = torch.randn(Fn, Dn, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
         ok = ok and torch.equal(out.cpu(), expected.to(dtype))
@@ -176,17 +215,21 @@ def _prefix_check(out, kw) -> bool:
             and torch.equal(take, torch.arange(Kn) < out.cpu()[..., None]))
 
 
-def _delta_states(k, v, beta) -> torch.Tensor:
-    """S_t = S_{t−1} + β_t k_t (v_t − S_{t−1}ᵀk_t)ᵀ (β None: S_t = S_{t−1} + k_t v_tᵀ) from
-    S_0 = 0, one token at a time in float64: (B, T, D, V)."""
+def _delta_states(k, v, beta, decay=None) -> torch.Tensor:
+    """S_t = α_t S_{t−1} + β_t k_t (v_t − α_t S_{t−1}ᵀk_t)ᵀ (β None: S_t = α_t S_{t−1} +
+    k_t v_tᵀ; α None: 1) from S_0 = 0, one token at a time in float64: (B, T, D, V)."""
     k, v = k.double().cpu(), v.double().cpu()
     Bn, Tn, Dn = k.shape
     if beta is not None and not isinstance(beta, torch.Tensor):
-        beta = torch.full((Bn, Tn), float(beta))
+        beta = torch.full((Bn, Tn), float(beta), dtype=torch.float64)
+    if decay is not None and not isinstance(decay, torch.Tensor):
+        decay = torch.full((Bn, Tn), float(decay), dtype=torch.float64)
     states = torch.zeros(Bn, Tn, Dn, v.shape[-1], dtype=torch.float64)
     for b in range(Bn):
         S = torch.zeros(Dn, v.shape[-1], dtype=torch.float64)
         for t in range(Tn):
+            if decay is not None:
+                S = float(decay[b, t]) * S
             write = v[b, t] if beta is None else float(beta[b, t]) * (v[b, t] - S.T @ k[b, t])
             S = S + torch.outer(k[b, t], write)
             states[b, t] = S
@@ -206,13 +249,13 @@ def _diverged_or_close(out: torch.Tensor, expected: torch.Tensor, dtype: torch.d
 
 def _states_check(out, kw) -> bool:
     k, v = kw["keys"], kw["values"]
-    return _diverged_or_close(out, _delta_states(k, v, kw.get("beta")), k.dtype)
+    return _diverged_or_close(out, _delta_states(k, v, kw.get("beta"), kw.get("decay")), k.dtype)
 
 
 def _delta_check(out, kw) -> bool:
     """o_t = S_tᵀ q_t with S_t after token t's own write."""
     q, k, v = kw["queries"], kw["keys"], kw["values"]
-    states = _delta_states(k, v, kw.get("beta", 1.0))
+    states = _delta_states(k, v, kw.get("beta", 1.0), kw.get("decay"))
     expected = torch.einsum("btdv,btd->btv", states, q.double().cpu())
     return _diverged_or_close(out, expected, q.dtype)
 
@@ -234,36 +277,52 @@ SPECS: list[Spec] = [
          edge=[Case("very-negative", _set(x=torch.tensor([-30.0, -80.0, 0.0, 90.0])),
                     lambda out, kw: bool((out > 0).all()) and _close(
                         out, elu_plus_one(kw["x"].double()), torch.float32)),
+               Case("below-tiny", _set(x=torch.tensor([-200.0, -1e4, -87.0])),
+                    lambda out, kw: bool((out[:2] == torch.finfo(torch.float32).tiny).all() and (out > 0).all())),
+               Case("float16-below-tiny", _set(x=torch.tensor([-20.0, -1e4], dtype=torch.float16)),
+                    lambda out, kw: bool((out == torch.finfo(torch.float16).tiny).all())),
                Case("no-entries", _set(x=rand(2, 0, 3)), lambda out, kw: out.shape == (2, 0, 3)),
                Case("float16", _set(x=rand(7, dtype=torch.float16)),
                     lambda out, kw: out.dtype == torch.float16 and _close(
                         out, elu_plus_one(kw["x"].double()), torch.float16))]),
     Spec("helpers.linear_attention.random_projection", call=la.random_projection,
          good=lambda: dict(num_features=7, size=3, generator=torch.Generator().manual_seed(0),
-                           dtype=torch.float32, device="cpu"),
+                           dtype=torch.float32, device="cpu", orthogonal=False),
          rules={"num_features": "size", "size": "size",
                 "generator": lambda v: v is None or isinstance(v, torch.Generator) and v.device.type == "cpu",
-                "dtype": OneOf(FLOATS), "device": Device()},
+                "dtype": OneOf(FLOATS), "device": Device(), "orthogonal": "flag"},
          check=_projection_check,
          bad=[Case("dtype=int64", _set(dtype=torch.int64), r"^dtype must"),
               Case("dtype=complex64", _set(dtype=torch.complex64), r"^dtype must"),
               Case("dtype='float32'", _set(dtype="float32"), r"^dtype must")],
          edge=[Case("float64,device=None", _set(dtype=torch.float64, device=None), _projection_check),
                Case("numpy-sizes", _set(num_features=np.int64(5), size=np.int32(2)), _projection_check),
-               Case("no-generator", _set(generator=None), _projection_check)]),
+               Case("no-generator", _set(generator=None), _projection_check),
+               Case("orthogonal", _set(orthogonal=True), _projection_check),
+               Case("orthogonal,F<D", _set(orthogonal=True, num_features=2, size=5), _projection_check),
+               Case("orthogonal,float64", _set(orthogonal=True, dtype=torch.float64, num_features=9),
+                    _projection_check),
+               Case("orthogonal,float16", _set(orthogonal=True, dtype=torch.float16), _projection_check),
+               Case("orthogonal,numpy", _set(orthogonal=np.True_, generator=None), _projection_check)]),
     Spec("helpers.linear_attention.positive_random_features", call=la.positive_random_features,
          good=lambda: dict(x=rand(B, Q, D), projection=rand(7, D, seed=1)),
-         rules={"x": T(min_rank=1), "projection": T(rank=2)},
+         rules={"x": T(min_rank=1, same_dtype=False), "projection": T(rank=2, same_dtype=False)},
          check=_prf_formula,
          bad=[Case("projection-D-disagrees", _set(projection=rand(7, D + 1)),
                    r"feature size of projection .* expected 4, got 5"),
               Case("projection-no-rows", _set(projection=rand(0, D)), r"^projection must .* got 0"),
+              Case("projection-meta", _set(projection=torch.empty(7, D, device="meta")),
+                   r"^projection must be on the device of x \(cpu\), got meta"),
               Case("x-0-d", _set(x=torch.tensor(1.0)), r"^x must be a tensor of shape")],
          edge=[Case("one-vector", _set(x=rand(D)), _prf_formula),
                Case("no-vectors", _set(x=rand(0, D)), lambda out, kw: out.shape == (0, 7)),
                Case("float64", _all_dtype(torch.float64, ("x", "projection")), _prf_formula),
                Case("float16", _all_dtype(torch.float16, ("x", "projection")), _prf_formula),
                Case("bfloat16", _all_dtype(torch.bfloat16, ("x", "projection")), _prf_formula),
+               Case("float16-x,float32-projection", _all_dtype(torch.float16, ("x",)), _prf_formula),
+               Case("float32-x,float16-projection", _all_dtype(torch.float16, ("projection",)), _prf_formula),
+               Case("underflow", lambda kw: kw.update(x=kw["x"] * 40),
+                    lambda out, kw: bool((out > 0).all() and torch.isfinite(out).all())),
                Case("far-from-0", lambda kw: kw.update(x=kw["x"] * 4),
                     lambda out, kw: bool((out >= 0).all() and torch.isfinite(out).all()))]),
     Spec("helpers.linear_attention.visible_prefix", call=la.visible_prefix,
@@ -300,6 +359,12 @@ SPECS: list[Spec] = [
               Case("lens-(B+1,)", _set(valid_lens=[1, 1, 1]), r"valid_lens must have shape"),
               Case("lens-(B,Q+1)", _set(valid_lens=[[1] * 4] * 2), r"valid_lens must have shape .* got \(2, 4\)"),
               Case("map-negative", _set(feature_map=lambda x: x), r"^feature_map must return features >= 0"),
+              Case("map-nan", _set(feature_map=torch.sqrt),
+                   r"^feature_map must return finite features for finite queries, got NaN or inf"),
+              Case("map-overflows", _set(feature_map=lambda x: torch.exp(x * 1e3)),
+                   r"^feature_map must return finite features for finite queries"),
+              Case("map-zeros", _set(feature_map=torch.zeros_like),
+                   r"^feature_map must give a normaliser φ\(q\)·Σφ\(k\) > 0 for a query that sees keys, got 0"),
               Case("map-rank-2", _set(feature_map=lambda x: x.exp().sum(-1)),
                    r"^feature_map must return a tensor \(B, T, F\) .* = \(2, 3\), got \(2, 3\)"),
               Case("map-other-T", _set(feature_map=lambda x: x.exp()[:, :1]),
@@ -321,6 +386,15 @@ SPECS: list[Spec] = [
                Case("lens-as-lists", _set(valid_lens=[[0, 5, 2], [1, 1, 3]]), _attention_check),
                Case("numpy-causal", _set(causal=np.True_), _attention_check),
                Case("hidden-nan-and-inf", _hidden_nan, _attention_check),
+               *(Case(f"visible-nan-{where},{form}", lambda kw, w=where, f=form: (
+                   _visible_nan(w)(kw), kw.update(form=f)), _nan_check(where))
+                 for where in ("key", "value", "query") for form in la.FORMS),
+               Case("in-place-map", _set(feature_map=lambda x: x.clamp_(min=0).add_(1)),
+                    _with_feature_map(lambda x: torch.relu(x) + 1)),
+               Case("float16,float16-projection", lambda kw: (
+                   _all_dtype(torch.float16)(kw),
+                   kw.update(feature_map=lambda x: la.positive_random_features(x, _W.half()))),
+                    _with_feature_map(lambda x: la.positive_random_features(x, _W.half().double()))),
                Case("hidden-nan-and-inf,quadratic", lambda kw: (_hidden_nan(kw), kw.update(form="quadratic")),
                     _attention_check),
                Case("hidden-nan-and-inf,recurrent", lambda kw: (_hidden_nan(kw), kw.update(form="recurrent")),
@@ -348,8 +422,9 @@ SPECS: list[Spec] = [
                    feature_map=lambda x: (x[..., :, None] * x[..., None, :]).flatten(-2)),
                     _with_feature_map(lambda x: (x[..., :, None] * x[..., None, :]).flatten(-2)))]),
     Spec("helpers.linear_attention.recurrent_states", call=la.recurrent_states,
-         good=lambda: dict(keys=rand(B, K, D, seed=1), values=rand(B, K, V, seed=2), beta=0.5),
-         rules={"keys": T(rank=3), "values": T(rank=3), "beta": _beta_rule(none_ok=True)},
+         good=lambda: dict(keys=rand(B, K, D, seed=1), values=rand(B, K, V, seed=2), beta=0.5, decay=0.9),
+         rules={"keys": T(rank=3), "values": T(rank=3), "beta": _beta_rule(none_ok=True),
+                "decay": Real(0, 1, optional=True)},
          check=_states_check,
          bad=[Case("values-T-disagrees", _set(values=rand(B, K - 1, V)), r"number of values .* expected 5, got 4"),
               Case("values-B-disagrees", _set(values=rand(B + 1, K, V)), r"batch size of values .* expected 2, got 3"),
@@ -361,8 +436,24 @@ SPECS: list[Spec] = [
               Case("beta-float64", _set(beta=rand(B, K, dtype=torch.float64)), r"^beta must have the dtype"),
               Case("beta-int", _set(beta=torch.ones(B, K, dtype=torch.long)), r"^beta must be a floating"),
               Case("beta-meta", _set(beta=torch.empty(B, K, device="meta")), r"^beta must have the dtype and device"),
-              Case("beta-a-list", _set(beta=[0.5] * K), r"^beta must be a finite number")],
+              Case("beta-a-list", _set(beta=[0.5] * K), r"^beta must be a finite number"),
+              Case("decay-(B,T+1)", _set(decay=rand(B, K + 1).abs() / 9),
+                   r"^decay must .* = \(2, 5\), got shape \(2, 6\)"),
+              Case("decay-above-1-entry", _set(decay=torch.tensor([[0.5, 1.5, 1, 1, 1]] * 2)),
+                   r"^decay must hold numbers in \[0, 1\], got 1.5"),
+              Case("decay-negative-entry", _set(decay=torch.full((B, K), -0.25)),
+                   r"^decay must hold numbers in \[0, 1\], got -0.25"),
+              Case("decay-nan-entry", _set(decay=torch.full((B, K), math.nan)), r"^decay must hold numbers"),
+              Case("decay-float64", _set(decay=torch.full((B, K), 0.5, dtype=torch.float64)),
+                   r"^decay must have the dtype"),
+              Case("decay-int", _set(decay=torch.ones(B, K, dtype=torch.long)), r"^decay must be a floating"),
+              Case("decay-a-list", _set(decay=[0.5] * K), r"^decay must be a number")],
          edge=[Case("additive", _set(beta=None), _states_check),
+               Case("decay-(B,T)", _set(decay=rand(B, K, seed=4).abs().clamp(max=1)), _states_check),
+               Case("decay-zero-entry", _set(decay=torch.tensor([[0.5, 0.0, 1, 1, 0.9]] * 2)), _states_check),
+               Case("no-decay", _set(decay=None), _states_check),
+               Case("additive,decay-(B,T)", _set(beta=None, decay=rand(B, K, seed=4).abs().clamp(max=1)),
+                    _states_check),
                Case("beta-(B,T)", _set(beta=rand(B, K, seed=4).abs()), _states_check),
                Case("beta-numpy", _set(beta=np.float32(0.25)), _states_check),
                Case("D=0", _set(keys=rand(B, K, 0)), lambda out, kw: out.shape == (B, K, 0, V)),
@@ -374,9 +465,9 @@ SPECS: list[Spec] = [
                Case("float64", _all_dtype(torch.float64, ("keys", "values")), _states_check)]),
     Spec("helpers.linear_attention.delta_rule", call=la.delta_rule,
          good=lambda: dict(queries=rand(B, K, D, seed=3), keys=rand(B, K, D, seed=1),
-                           values=rand(B, K, V, seed=2), beta=0.5),
+                           values=rand(B, K, V, seed=2), beta=0.5, decay=0.9),
          rules={"queries": T(rank=3), "keys": T(rank=3), "values": T(rank=3),
-                "beta": _beta_rule(none_ok=False)},
+                "beta": _beta_rule(none_ok=False), "decay": Real(0, 1, optional=True)},
          check=_delta_check,
          bad=[Case("queries-T-disagrees", _set(queries=rand(B, K + 1, D)),
                    r"^queries must have the \(B, T\) of keys \(2, 5\) .* got \(2, 6\)"),
@@ -384,8 +475,22 @@ SPECS: list[Spec] = [
                    r"feature size of queries .* expected 4, got 5"),
               Case("values-T-disagrees", _set(values=rand(B, K - 1, V)), r"number of values .* expected 5, got 4"),
               Case("beta-(B,T+1)", _set(beta=rand(B, K + 1)), r"^beta must .* got shape \(2, 6\)"),
-              Case("beta-nan-entry", _set(beta=torch.full((B, K), math.nan)), r"^beta must hold finite")],
+              Case("beta-nan-entry", _set(beta=torch.full((B, K), math.nan)), r"^beta must hold finite"),
+              Case("decay-(B,T+1)", _set(decay=rand(B, K + 1).abs() / 9),
+                   r"^decay must .* = \(2, 5\), got shape \(2, 6\)"),
+              Case("decay-above-1-entry", _set(decay=torch.tensor([[0.5, 1.5, 1, 1, 1]] * 2)),
+                   r"^decay must hold numbers in \[0, 1\], got 1.5"),
+              Case("decay-negative-entry", _set(decay=torch.full((B, K), -0.25)),
+                   r"^decay must hold numbers in \[0, 1\], got -0.25"),
+              Case("decay-nan-entry", _set(decay=torch.full((B, K), math.nan)), r"^decay must hold numbers"),
+              Case("decay-float64", _set(decay=torch.full((B, K), 0.5, dtype=torch.float64)),
+                   r"^decay must have the dtype"),
+              Case("decay-int", _set(decay=torch.ones(B, K, dtype=torch.long)), r"^decay must be a floating"),
+              Case("decay-a-list", _set(decay=[0.5] * K), r"^decay must be a number")],
          edge=[Case("beta-(B,T)", _set(beta=rand(B, K, seed=4).abs()), _delta_check),
+               Case("decay-(B,T)", _set(decay=rand(B, K, seed=4).abs().clamp(max=1)), _delta_check),
+               Case("decay-zero-entry", _set(decay=torch.tensor([[0.5, 0.0, 1, 1, 0.9]] * 2)), _delta_check),
+               Case("no-decay", _set(decay=None), _delta_check),
                Case("unit-keys,beta=1", lambda kw: kw.update(keys=F.normalize(kw["keys"], dim=-1), beta=1),
                     _delta_check),
                Case("T=0", _set(queries=rand(B, 0, D), keys=rand(B, 0, D), values=rand(B, 0, V)),
