@@ -1,7 +1,9 @@
-"""Multi-query associative recall (多查询关联回忆; Arora et al. 2023, "Zoology"): a sequence
-writes N key–value pairs, then asks for the value of some of its keys. Notebook 12 trains
-softmax attention, linear attention and the delta rule of one size on it and measures what a
-memory of fixed size forgets as N grows, and which pairs it forgets.
+"""Multi-query associative recall (多查询关联回忆; the task of Arora et al. 2023, "Zoology", and
+of their linear-attention study "Based", 2024): a sequence writes N key–value pairs (and may
+then write R of its keys again, with new values), then asks for the value of some of its keys:
+the latest written. Notebook 12 trains softmax attention, linear attention, additive, decaying
+and delta-rule memories of one size on it and measures what a memory of fixed size forgets as N
+grows, which pairs it forgets, and whether it returns a rewritten key's latest value.
 
 Legend: B batch, N key–value pairs written, M queries, D the model's size (of queries, keys and
 values). Tokens are long ids: keys in [0, num_keys), values in [0, num_values).
@@ -22,7 +24,7 @@ from .checks import (
     check_rank, check_real, check_seed, check_trainable,
 )
 from .device import cpu_threads
-from .linear_attention import linear_attention
+from .linear_attention import elu_feature_map, linear_attention
 from .relative_task import _adam_loop
 
 __all__ = [
@@ -30,22 +32,28 @@ __all__ = [
     "accuracy_by_position",
 ]
 
-KINDS = ("softmax", "linear", "additive", "delta")  # RecallModel's ways to read the pairs
+KINDS = ("softmax", "linear", "positive", "additive", "decay", "delta", "delta_token")
+# RecallModel's ways to write and read the pairs (see its docstring)
 
 
 def make_batch(
     batch_size: int, num_pairs: int, *, num_queries: int | None = None, num_keys: int = 64,
-    num_values: int = 64, generator: torch.Generator | None = None,
+    num_values: int = 64, rewrites: int = 0, generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``batch_size`` sequences of ``num_pairs`` key–value pairs, then ``num_queries`` queries.
+    """``batch_size`` sequences of ``num_pairs`` key–value pairs, then ``rewrites`` more writes
+    of earlier keys with new values, then ``num_queries`` queries.
 
-    Returns (keys (B, N), values (B, N), queries (B, M), targets (B, M)), all long. The keys of
-    a sequence are distinct (N drawn without replacement from ``range(num_keys)``), its values
-    uniform from ``range(num_values)`` (they may repeat); the queries are M distinct keys of the
-    sequence in random order (``num_queries`` None: all N of them, so each pair is asked for
-    once), and each target is the value written with its query's key. Drawn on the CPU with
-    ``generator`` (None: the global one), then moved to ``device`` (None: the CPU)."""
+    Returns (keys (B, N + R), values (B, N + R), queries (B, M), targets (B, M)), all long. The
+    first N keys of a sequence are distinct (drawn without replacement from
+    ``range(num_keys)``), their values uniform from ``range(num_values)`` (they may repeat).
+    The R = ``rewrites`` writes after them (0 … N) write R distinct keys of the N again, in
+    random order, each with a value different from the one it had (uniform over the other
+    num_values − 1; so num_values ≥ 2 when R > 0). The queries are M distinct keys of the
+    sequence in random order (``num_queries`` None: all N of them, so each key is asked for
+    once), and each target is the value written *last* with its query's key. Drawn on the CPU
+    with ``generator`` (None: the global one), then moved to ``device`` (None: the CPU).
+    With R = 0 the draws are those of a batch without the argument."""
     batch_size = check_positive_int("batch_size", batch_size)
     num_pairs = check_positive_int("num_pairs", num_pairs)
     num_keys = check_positive_int("num_keys", num_keys)
@@ -58,6 +66,10 @@ def make_batch(
     if num_queries > num_pairs:
         raise ValueError(f"num_queries must be at most num_pairs (each query asks for a "
                          f"different key), got num_queries={num_queries}, num_pairs={num_pairs}")
+    rewrites = _check_rewrites(rewrites, num_pairs)
+    if rewrites and num_values < 2:
+        raise ValueError(f"num_values must be at least 2 when rewrites > 0 (a rewrite writes a "
+                         f"new value), got num_values={num_values}, rewrites={rewrites}")
     generator = check_generator("generator", generator)
     device = as_usable_device("device", device)
     shuffle = torch.rand(batch_size, num_keys, generator=generator, dtype=torch.float64)
@@ -65,8 +77,28 @@ def make_batch(
     values = torch.randint(0, num_values, (batch_size, num_pairs), generator=generator)  # (B, N)
     order = torch.rand(batch_size, num_pairs, generator=generator, dtype=torch.float64)
     asked = order.argsort(dim=1)[:, :num_queries]  # (B, M): which pairs are asked for
-    queries, targets = keys.gather(1, asked), values.gather(1, asked)  # (B, M) each
+    latest = values
+    if rewrites:
+        pick = torch.rand(batch_size, num_pairs, generator=generator, dtype=torch.float64)
+        again = pick.argsort(dim=1)[:, :rewrites]  # (B, R): which of the N keys are rewritten
+        shift = torch.randint(1, num_values, (batch_size, rewrites), generator=generator)
+        new = (values.gather(1, again) + shift) % num_values  # (B, R): never the old value
+        latest = values.scatter(1, again, new)  # (B, N): the last value of each key
+        keys = torch.cat([keys, keys.gather(1, again)], dim=1)  # (B, N + R)
+        values = torch.cat([values, new], dim=1)  # (B, N + R)
+    queries = keys.gather(1, asked)  # (B, M)
+    targets = latest.gather(1, asked)  # (B, M)
     return keys.to(device), values.to(device), queries.to(device), targets.to(device)
+
+
+def _check_rewrites(rewrites: object, num_pairs: int) -> int:
+    """``rewrites`` as an int in [0, num_pairs] (each rewrite writes a different key again)."""
+    if not (isinstance(rewrites, numbers.Integral) and not isinstance(rewrites, bool)) or not (
+            0 <= rewrites <= num_pairs):
+        raise ValueError(f"rewrites must be an int in [0, num_pairs] = [0, {num_pairs}] (each "
+                         f"rewrite writes a different key of the sequence again), got "
+                         f"{rewrites!r:.60}")
+    return int(rewrites)
 
 
 def _check_tokens(name: str, tokens: object, bound: int, bound_name: str,
@@ -91,8 +123,8 @@ def _check_tokens(name: str, tokens: object, bound: int, bound_name: str,
 
 def _delta_state(keys: torch.Tensor, values: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     """The delta rule's state after writing every pair, S_N (B, D, D), for keys (B, N, D),
-    values (B, N, D) and a step ``beta`` (a 0-d tensor), from S_0 = 0 (no checks: the model's
-    own step). What token t writes, u_t = β (v_t − S_{t−1}ᵀ k_t), depends on the earlier
+    values (B, N, D) and a step ``beta`` (a 0-d tensor, or (B, N, 1): one β_t per write), from
+    S_0 = 0 (no checks: the model's own step). What token t writes, u_t = β (v_t − S_{t−1}ᵀ k_t), depends on the earlier
     writes only through u_t = β v_t − β Σ_{i<t} (k_t·k_i) u_i, a lower-triangular system that
     one ``solve_triangular`` answers for every t at once (the parallel form of DeltaNet, Yang et
     al. 2024); then S_N = Σ_t k_t u_tᵀ. The same numbers as the loop of ``recurrent_states``,
@@ -108,25 +140,34 @@ def _delta_state(keys: torch.Tensor, values: torch.Tensor, beta: torch.Tensor) -
 
 
 class RecallModel(nn.Module):
-    """Write N key–value pairs into a memory, then read it with each query: the smallest model
-    that can recall, with one of four memories (``kind``, all of the same size D):
+    """Write key–value pairs into a memory, then read it with each query: the smallest model
+    that can recall, with one of seven memories (``kind``, all of the same size D):
 
-    * ``"softmax"``: the cache of every key and value (2·N·D numbers, growing with N), read by
-      softmax attention, softmax(q Kᵀ/√D) V;
+    * ``"softmax"``: the cache of every key and value (2·D numbers per write, growing), read by
+      softmax attention, softmax(q Kᵀ/√D) V (no positions: two writes of one key weigh alike);
     * ``"linear"``: linear attention (Katharopoulos et al. 2020), a state Σ φ(k_j) v_jᵀ (D, D)
       and Σ φ(k_j) (D,) with φ = elu + 1, read as φ(q)ᵀS / φ(q)·z (``linear_attention``);
-    * ``"additive"``: the same sum with unit keys and no feature map, S = Σ k̂_j v_jᵀ (D, D),
-      read as q̂ᵀS (``recurrent_states`` without beta): the delta rule without its
-      correction, to tell what its keys do from what its update does;
+    * ``"positive"``: the same features scaled to unit length, φ̂ = φ/|φ|, and no normaliser,
+      S = Σ φ̂(k_j) v_jᵀ, read as φ̂(q)ᵀS: ``additive`` with keys that are all positive (every
+      two overlap, cosine > 0), to tell what positive features cost from what unit keys and
+      no normaliser gain;
+    * ``"additive"``: unit keys and no feature map, S = Σ k̂_j v_jᵀ (D, D), read as q̂ᵀS
+      (``recurrent_states`` without beta): the delta rule without its correction;
+    * ``"decay"``: the additive state multiplied by a learnt decay γ before each write,
+      S_t = γ S_{t−1} + k̂_t v_tᵀ (RetNet's decay, Sun et al. 2023, learnt here), read as q̂ᵀS;
+      γ = sigmoid(``decay_logit``) in (0, 1), starts at sigmoid(3) ≈ 0.95;
     * ``"delta"``: the delta rule (DeltaNet; Schlag et al. 2021) with unit keys, each write
       S ← S + β k̂ (v − Sᵀk̂)ᵀ, read as q̂ᵀS; its step β = sigmoid(``beta_logit``) in (0, 1) is
-      learnt (starts at 0.5).
+      learnt (starts at 0.5);
+    * ``"delta_token"``: the same with DeltaNet's step per token, β_t = sigmoid(w·e(key_t) + b)
+      from the written key token's embedding (``beta_proj``, starts at 0: β_t = 0.5).
 
     A key token's embedding gives both the memory's key, k = W_k e(key), and the query,
     q = W_q e(query); a value token's embedding gives v = W_v u(value); the logits over the
-    value tokens are ``readout``(read). Only the pairs write into the memory: the queries only
-    read it, each on its own (the order of pairs matters to the delta rule alone; no model sees
-    positions). Every kind has the same parameters (the delta rule one scalar more, β).
+    value tokens are ``readout``(read). Only the writes enter the memory: the queries only read
+    it, each on its own (the order of the writes matters to decay and the delta rules alone; no
+    model sees positions). Every kind has the same parameters but decay's γ, the delta rule's β
+    and delta_token's w, b.
     """
 
     def __init__(self, num_keys: int, num_values: int, size: int, kind: str) -> None:
@@ -145,16 +186,37 @@ class RecallModel(nn.Module):
         self.W_v = nn.Linear(D, D, bias=False)
         self.readout = nn.Linear(D, self.num_values)
         self.beta_logit = nn.Parameter(torch.zeros(())) if kind == "delta" else None
+        self.decay_logit = nn.Parameter(torch.tensor(3.0)) if kind == "decay" else None
+        self.beta_proj = None
+        if kind == "delta_token":
+            self.beta_proj = nn.Linear(D, 1)
+            nn.init.zeros_(self.beta_proj.weight)
+            nn.init.zeros_(self.beta_proj.bias)
 
     @property
     def beta(self) -> torch.Tensor | None:
-        """The delta rule's step β = sigmoid(beta_logit), a 0-d tensor (None for other kinds)."""
+        """The delta rule's step β = sigmoid(beta_logit), a 0-d tensor (None for other kinds,
+        delta_token's included: its β_t depends on the token, see ``token_beta``)."""
         return None if self.beta_logit is None else torch.sigmoid(self.beta_logit)
+
+    @property
+    def decay(self) -> torch.Tensor | None:
+        """The decay γ = sigmoid(decay_logit), a 0-d tensor (None for kinds other than decay)."""
+        return None if self.decay_logit is None else torch.sigmoid(self.decay_logit)
+
+    def token_beta(self, keys: torch.Tensor) -> torch.Tensor:
+        """delta_token's step for each written key token, β_t = sigmoid(w·e(key_t) + b): keys
+        (B, T) long → (B, T) in (0, 1). A ValueError for other kinds."""
+        if self.beta_proj is None:
+            raise ValueError(f"token_beta is delta_token's, got a model of kind {self.kind!r}")
+        _check_tokens("keys", keys, self.num_keys, "num_keys", self.key_embedding.weight.device)
+        return torch.sigmoid(self.beta_proj(self.key_embedding(keys)))[..., 0]
 
     def forward(self, keys: torch.Tensor, values: torch.Tensor,
                 queries: torch.Tensor) -> torch.Tensor:
-        """keys (B, N) and values (B, N), the pairs written; queries (B, M), the keys asked
-        for: long token ids on the model's device → logits (B, M, num_values)."""
+        """keys (B, T) and values (B, T), the writes in order (T = N + R with rewrites);
+        queries (B, M), the keys asked for: long token ids on the model's device → logits
+        (B, M, num_values)."""
         device = self.key_embedding.weight.device
         _check_tokens("keys", keys, self.num_keys, "num_keys", device)
         _check_tokens("values", values, self.num_values, "num_values", device)
@@ -165,17 +227,30 @@ class RecallModel(nn.Module):
         if queries.shape[0] != keys.shape[0]:
             raise ValueError(f"queries must have the batch size of keys ({keys.shape[0]}), got "
                              f"{queries.shape[0]}")
-        k = self.W_k(self.key_embedding(keys))  # (B, N, D)
-        v = self.W_v(self.value_embedding(values))  # (B, N, D)
+        e = self.key_embedding(keys)  # (B, T, D)
+        k = self.W_k(e)  # (B, T, D)
+        v = self.W_v(self.value_embedding(values))  # (B, T, D)
         q = self.W_q(self.key_embedding(queries))  # (B, M, D)
         if self.kind == "softmax":
             read, _ = scaled_dot_product(q, k, v, need_weights=False)  # (B, M, D)
         elif self.kind == "linear":
             read = linear_attention(q, k, v)  # (B, M, D), φ = elu + 1
+        elif self.kind == "positive":
+            q, k = (F.normalize(elu_feature_map(x), dim=-1) for x in (q, k))  # unit, positive
+            read = q @ (k.mT @ v)  # (B, M, D): the additive state of positive keys
         else:
             q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)  # unit queries and keys
-            state = (k.mT @ v if self.kind == "additive"
-                     else _delta_state(k, v, self.beta))  # (B, D, D)
+            if self.kind == "additive":
+                state = k.mT @ v  # (B, D, D)
+            elif self.kind == "decay":
+                T = k.shape[1]
+                age = torch.arange(T - 1, -1, -1, device=k.device, dtype=k.dtype)  # (T,)
+                weight = self.decay ** age  # (T,): γ^(T−1−t), the newest write weighs 1
+                state = (k * weight[:, None]).mT @ v  # (B, D, D)
+            else:
+                beta = (self.beta if self.kind == "delta"
+                        else torch.sigmoid(self.beta_proj(e)))  # () or (B, T, 1)
+                state = _delta_state(k, v, beta)  # (B, D, D)
             read = q @ state  # (B, M, D)
         return self.readout(read)  # (B, M, num_values)
 
@@ -207,8 +282,8 @@ def _check_pairs(name: str, num_pairs: object, num_keys: int) -> int:
 
 def state_numbers(model: RecallModel, num_pairs: int) -> int:
     """How many numbers ``model``'s memory holds once it has read ``num_pairs`` pairs: the
-    softmax cache 2·N·D (every key and value), linear attention's state D·D + D (S and z), the
-    additive and delta rules' D·D: only softmax's grows with N."""
+    softmax cache 2·N·D (every key and value), linear attention's state D·D + D (S and z),
+    every other kind's D·D: only softmax's grows with N (and with rewrites: 2·D per write)."""
     if not isinstance(model, RecallModel):
         raise ValueError(f"model must be a RecallModel, got {type(model).__name__}")
     num_pairs = _check_pairs("num_pairs", num_pairs, model.num_keys)
@@ -234,13 +309,16 @@ def _pairs_list(pairs: object, num_keys: int) -> list[int]:
 def train(
     model: nn.Module, *, steps: int = 300, batch_size: int = 32,
     pairs: int | Sequence[int] | None = None, lr: float = 1e-2, seed: int = 0,
+    rewrite_share: float = 0.0,
 ) -> list[float]:
     """Train ``model`` (a ``RecallModel``) in place with Adam for exactly ``steps`` steps, each
     on ``batch_size`` fresh sequences that ask for every pair they wrote (``make_batch``); the
     loss is the cross-entropy of the answers. ``pairs``: how many pairs a sequence writes, an
     int, or a sequence of ints of which each step draws one uniformly (one model learns every
-    memory load); None: ``range(1, num_keys + 1)``. The draws come from a generator seeded
-    with ``seed``. Returns the loss of every step. On the CPU it runs on one thread (small
+    memory load); None: ``range(1, num_keys + 1)``. ``rewrite_share`` in [0, 1]: a step with N
+    pairs also writes round(share·N) of its keys again with new values (``make_batch``'s
+    ``rewrites``; the answers are the latest values). The draws come from a generator seeded
+    with ``seed`` (with share 0 the same draws as without the argument). Returns the loss of every step. On the CPU it runs on one thread (small
     tensors train faster so) and restores the previous thread count. The model is left in eval
     mode.
 
@@ -253,6 +331,10 @@ def train(
     batch_size = check_positive_int("batch_size", batch_size)
     lr = check_real("lr", lr, above=0.0)
     seed = check_seed(seed)
+    rewrite_share = check_real("rewrite_share", rewrite_share, at_least=0.0)
+    if rewrite_share > 1:
+        raise ValueError(f"rewrite_share must be in [0, 1] (the share of a step's keys written "
+                         f"again), got {rewrite_share}")
     model = _recall_model(model)
     loads = _pairs_list(range(1, model.num_keys + 1) if pairs is None else pairs, model.num_keys)
     check_trainable("model", model)
@@ -263,7 +345,7 @@ def train(
         n = loads[int(torch.randint(len(loads), (), generator=generator))]  # this step's N
         keys, values, queries, targets = make_batch(
             batch_size, n, num_keys=model.num_keys, num_values=model.num_values,
-            generator=generator, device=device)  # (B, N) each
+            rewrites=round(rewrite_share * n), generator=generator, device=device)
         logits = model(keys, values, queries)  # (B, N, num_values)
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
@@ -271,17 +353,20 @@ def train(
 
 
 @torch.no_grad()
-def _recalled(model: nn.Module, num_pairs: int, num_sequences: int, seed: int) -> torch.Tensor:
-    """1.0 where ``model`` recalls the pair written at position j of sequence b, else 0.0:
-    (num_sequences, num_pairs) float64 on the CPU, every pair of every sequence asked for."""
+def _recalled(model: nn.Module, num_pairs: int, num_sequences: int, seed: int,
+              rewrites: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """1.0 where ``model`` recalls the key first written at position j of sequence b (its
+    latest value), else 0.0, and True where that key was written again: two (num_sequences,
+    num_pairs) tensors on the CPU (float64, bool), every key of every sequence asked for."""
     model = _recall_model(model)
     num_pairs = _check_pairs("num_pairs", num_pairs, model.num_keys)
+    rewrites = _check_rewrites(rewrites, num_pairs)
     num_sequences = check_positive_int("num_sequences", num_sequences)
     generator = torch.Generator().manual_seed(check_seed(seed))
     device = next(model.parameters()).device
     keys, values, queries, targets = make_batch(
         num_sequences, num_pairs, num_keys=model.num_keys, num_values=model.num_values,
-        generator=generator, device=device)  # (B, N) each
+        rewrites=rewrites, generator=generator, device=device)  # (B, N + R), (B, N)
     was_training = model.training
     model.eval()
     try:
@@ -289,9 +374,12 @@ def _recalled(model: nn.Module, num_pairs: int, num_sequences: int, seed: int) -
             answers = model(keys, values, queries).argmax(dim=-1)  # (B, N)
     finally:
         model.train(was_training)
-    position = (queries[..., None] == keys[:, None, :]).int().argmax(dim=-1)  # (B, N): j asked
+    first = keys[:, :num_pairs]  # (B, N): the first writes, distinct keys
+    position = (queries[..., None] == first[:, None, :]).int().argmax(dim=-1)  # (B, N): j asked
     right = torch.zeros(num_sequences, num_pairs, dtype=torch.float64, device=device)
-    return right.scatter_(1, position, (answers == targets).double()).cpu()  # (B, N) by j
+    right.scatter_(1, position, (answers == targets).double())  # (B, N) by j
+    again = (first[..., None] == keys[:, None, num_pairs:]).any(dim=-1)  # (B, N): rewritten
+    return right.cpu(), again.cpu()
 
 
 def accuracy_by_position(
@@ -303,14 +391,27 @@ def accuracy_by_position(
     a float64 tensor (N,) on the CPU. A memory that forgets the oldest pairs first (the delta
     rule's) falls towards j = 0; one that blurs them all (a sum) is flat. On the CPU it runs on
     one thread, like ``train``."""
-    return _recalled(model, num_pairs, num_sequences, seed).mean(dim=0)
+    return _recalled(model, num_pairs, num_sequences, seed)[0].mean(dim=0)
 
 
 def accuracy(
-    model: nn.Module, num_pairs: int, *, num_sequences: int = 256, seed: int = 1000,
+    model: nn.Module, num_pairs: int, *, rewrites: int = 0, which: str = "all",
+    num_sequences: int = 256, seed: int = 1000,
 ) -> float:
     """The fraction of the queries that ``model`` answers right (the argmax of its logits names
     the value), over ``num_sequences`` fresh sequences of ``num_pairs`` pairs (drawn with
-    ``seed``), every pair asked for once: the mean of ``accuracy_by_position``. Chance is about
-    1 / num_values. On the CPU it runs on one thread, like ``train``."""
-    return _recalled(model, num_pairs, num_sequences, seed).mean().item()
+    ``seed``), of which ``rewrites`` keys are then written again with new values
+    (``make_batch``), every key asked for once, its target the latest value. ``which``:
+    "all" the queries (with no rewrites, the mean of ``accuracy_by_position``), "rewritten"
+    those whose key was written again, "once" the others (refused where it selects no query).
+    Chance is about 1 / num_values. On the CPU it runs on one thread, like ``train``."""
+    if which not in ("all", "rewritten", "once"):
+        raise ValueError(f"which must be 'all', 'rewritten' or 'once', got {which!r:.60}")
+    right, again = _recalled(model, num_pairs, num_sequences, seed, rewrites)
+    if which == "all":
+        return right.mean().item()
+    chosen = again if which == "rewritten" else ~again
+    if not bool(chosen.any()):
+        raise ValueError(f"which={which!r} selects no query with rewrites={rewrites} of "
+                         f"num_pairs={num_pairs}")
+    return right[chosen].mean().item()

@@ -78,7 +78,71 @@ def test_keys_queries_and_values_are_uniform():
     assert torch.allclose(share, torch.full((5,), 0.2, dtype=torch.float64), atol=0.02)
 
 
+def test_rewrites_write_keys_again_with_new_values_and_the_targets_are_the_latest():
+    keys, values, queries, targets = recall.make_batch(50, 6, rewrites=3, num_keys=9, num_values=4,
+                                                       generator=_gen(7))
+    assert keys.shape == values.shape == (50, 9) and queries.shape == targets.shape == (50, 6)
+    for b in range(50):
+        first = keys[b, :6].tolist()
+        assert len(set(first)) == 6  # the first N keys distinct
+        again = keys[b, 6:].tolist()
+        assert len(set(again)) == 3 and set(again) <= set(first)  # R distinct earlier keys
+        latest = {}
+        for key, value in zip(keys[b].tolist(), values[b].tolist()):
+            if key in latest:
+                assert value != latest[key]  # a rewrite writes a new value
+            latest[key] = value
+        assert sorted(queries[b].tolist()) == sorted(first)  # every key asked for once
+        assert targets[b].tolist() == [latest[k] for k in queries[b].tolist()]
+
+
+def test_no_rewrites_draws_the_batch_of_old():
+    plain = recall.make_batch(4, 5, generator=_gen(8))
+    zero = recall.make_batch(4, 5, rewrites=0, generator=_gen(8))
+    assert all(torch.equal(a, b) for a, b in zip(plain, zero))
+
+
+def test_accuracy_splits_rewritten_keys_from_the_others():
+    """A model that answers the value written last in the sequence is right on the last rewritten
+    key (its latest value) and, on keys written once, only by the chance that values agree."""
+    model = Answers(position=-1, num_keys=12, num_values=5)
+    rewritten = recall.accuracy(model, 6, rewrites=6, which="rewritten", num_sequences=40, seed=2)
+    once = recall.accuracy(model, 6, rewrites=2, which="once", num_sequences=40, seed=2)
+    both = recall.accuracy(model, 6, rewrites=2, num_sequences=40, seed=2)
+    keys, values, queries, targets = recall.make_batch(40, 6, rewrites=2, num_keys=12, num_values=5,
+                                                       generator=_gen(2))
+    right = targets == values[:, -1:]  # (B, N): the answer is the last value written
+    again = (queries[..., None] == keys[:, None, 6:]).any(-1)  # (B, N): rewritten keys
+    assert both == pytest.approx(right.double().mean().item())
+    assert once == pytest.approx(right[~again].double().mean().item())
+    assert 1 / 6 <= rewritten < 1  # the last key of each sequence is always right
+    with pytest.raises(ValueError, match=r"which must be 'all', 'rewritten' or 'once', got 'new'"):
+        recall.accuracy(model, 6, rewrites=2, which="new")
+    with pytest.raises(ValueError, match=r"which='rewritten' selects no query with rewrites=0"):
+        recall.accuracy(model, 6, which="rewritten")
+    with pytest.raises(ValueError, match=r"rewrites must be an int in \[0, num_pairs\] = \[0, 6\]"):
+        recall.accuracy(model, 6, rewrites=7)
+
+
+def test_the_delta_rule_returns_the_latest_value_where_the_sum_mixes_both():
+    """One key written twice, β = 1, one-hot memories: the delta rule reads the new value, the
+    additive sum reads old + new (a tie of the two), softmax without positions the mean."""
+    keys, values, queries = torch.tensor([[1, 2, 1]]), torch.tensor([[3, 0, 4]]), torch.tensor([[1]])
+    delta = _one_hot_memory("delta")
+    with torch.no_grad():
+        delta.beta_logit.fill_(40.0)  # β = 1
+    additive = _one_hot_memory("additive")
+    with torch.no_grad():
+        assert delta(keys, values, queries)[0, 0].argmax().item() == 4
+        read = additive(keys, values, queries)[0, 0]
+        assert read[3] == read[4] and read[4] > read[0]
+
+
 @pytest.mark.parametrize("kwargs, match", [
+    (dict(batch_size=2, num_pairs=3, rewrites=4), r"rewrites must be an int in \[0, num_pairs\] = \[0, 3\] .* got 4"),
+    (dict(batch_size=2, num_pairs=3, rewrites=-1), r"rewrites must be an int in \[0, num_pairs\]"),
+    (dict(batch_size=2, num_pairs=3, rewrites=1.0), r"rewrites must be an int in \[0, num_pairs\]"),
+    (dict(batch_size=2, num_pairs=1, num_values=1, rewrites=1), r"num_values must be at least 2 when rewrites > 0"),
     (dict(batch_size=0, num_pairs=3), r"batch_size must be a positive int, got 0"),
     (dict(batch_size=2, num_pairs=0), r"num_pairs must be a positive int, got 0"),
     (dict(batch_size=2, num_pairs=9, num_keys=8), r"num_pairs must be at most num_keys .* got num_pairs=9, num_keys=8"),
@@ -115,15 +179,21 @@ def _logits_by_hand(model, keys, values, queries):
                 weights = [float(phi(q[b, i]) @ phi(k[b, j])) for j in range(N)]
                 read[b, i] = sum(w * v[b, j] for j, w in enumerate(weights)) / sum(weights)
     else:
-        unit = lambda x: x / x.norm()  # noqa: E731
-        beta = None if model.kind == "additive" else torch.sigmoid(model.beta_logit)
+        phi = lambda x: torch.where(x > 0, x + 1, torch.exp(x))  # noqa: E731
+        unit = ((lambda x: phi(x) / phi(x).norm()) if model.kind == "positive"
+                else (lambda x: x / x.norm()))  # noqa: E731
+        E = model.key_embedding.weight
         for b in range(B):
             S = torch.zeros(D, D, dtype=q.dtype)
             for j in range(N):  # write the pairs in order
                 kj = unit(k[b, j])
-                if beta is None:
+                if model.kind in ("additive", "positive"):
                     S = S + torch.outer(kj, v[b, j])  # S += k vᵀ
+                elif model.kind == "decay":
+                    S = torch.sigmoid(model.decay_logit) * S + torch.outer(kj, v[b, j])  # S = γS + k vᵀ
                 else:
+                    beta = (torch.sigmoid(model.beta_logit) if model.kind == "delta" else
+                            torch.sigmoid(E[keys[b, j]] @ model.beta_proj.weight[0] + model.beta_proj.bias[0]))
                     S = S + beta * torch.outer(kj, v[b, j] - S.T @ kj)  # S += β k (v − Sᵀk)ᵀ
             for i in range(M):  # then every query reads the final state
                 read[b, i] = S.T @ unit(q[b, i])
@@ -163,13 +233,37 @@ def test_the_delta_rule_with_unit_beta_overwrites_what_a_key_retrieves():
     torch.testing.assert_close(S[0].T @ k[0, -1], v[0, -1])
 
 
-def test_every_kind_has_the_same_parameters_but_beta():
+def test_every_kind_has_the_same_parameters_but_beta_and_decay():
     counts = {kind: sum(p.numel() for p in RecallModel(64, 64, 16, kind).parameters())
               for kind in KINDS}
     same = 64 * 16 + 64 * 16 + 3 * 16 * 16 + 16 * 64 + 64  # embeddings, W_q W_k W_v, readout
-    assert counts == {"softmax": same, "linear": same, "additive": same, "delta": same + 1}
+    assert counts == {"softmax": same, "linear": same, "positive": same, "additive": same,
+                      "decay": same + 1, "delta": same + 1, "delta_token": same + 16 + 1}
     assert RecallModel(4, 4, 2, "delta").beta.item() == 0.5
-    assert RecallModel(4, 4, 2, "linear").beta is None
+    assert RecallModel(4, 4, 2, "linear").beta is None and RecallModel(4, 4, 2, "linear").decay is None
+    assert abs(RecallModel(4, 4, 2, "decay").decay.item() - 1 / (1 + math.exp(-3))) < 1e-7
+    token = RecallModel(4, 4, 2, "delta_token")
+    assert token.beta is None
+    assert torch.equal(token.token_beta(torch.tensor([[0, 3, 1]])), torch.full((1, 3), 0.5))
+    with pytest.raises(ValueError, match=r"token_beta is delta_token's, got a model of kind 'delta'"):
+        RecallModel(4, 4, 2, "delta").token_beta(torch.tensor([[0]]))
+
+
+def test_token_beta_is_the_sigmoid_of_the_key_embedding():
+    model = _model("delta_token")
+    keys = torch.tensor([[0, 5, 8], [2, 2, 1]])
+    E, w, b = model.key_embedding.weight, model.beta_proj.weight[0], model.beta_proj.bias[0]
+    with torch.no_grad():
+        expected = torch.sigmoid(E[keys] @ w + b)
+        torch.testing.assert_close(model.token_beta(keys), expected)
+
+
+def test_the_delta_state_with_a_step_per_token_is_the_loop_of_recurrent_states():
+    keys = F.normalize(torch.randn(2, 7, 4, dtype=torch.float64), dim=-1)
+    values = torch.randn(2, 7, 3, dtype=torch.float64)
+    beta = torch.rand(2, 7, dtype=torch.float64)
+    state = recall._delta_state(keys, values, beta[..., None])
+    torch.testing.assert_close(state, recurrent_states(keys, values, beta)[:, -1], rtol=1e-10, atol=1e-10)
 
 
 def test_the_queries_only_read(device):
@@ -187,14 +281,14 @@ def test_the_queries_only_read(device):
         torch.testing.assert_close(together, backwards, rtol=1e-9, atol=1e-9)
 
 
-def test_only_the_delta_rule_depends_on_the_order_of_the_pairs():
+def test_only_decay_and_the_delta_rules_depend_on_the_order_of_the_pairs():
     keys, values, queries, _ = recall.make_batch(2, 6, num_keys=11, num_values=7, generator=_gen(5))
     for kind in KINDS:
         model = _model(kind)
         with torch.no_grad():
             same = torch.allclose(model(keys, values, queries),
                                   model(keys.flip(1), values.flip(1), queries), atol=1e-9)
-        assert same == (kind != "delta"), kind
+        assert same == (kind not in ("decay", "delta", "delta_token")), kind
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -214,7 +308,7 @@ def test_forward_works_on_the_device_and_in_float32_and_changes_no_input(kind, d
 
 
 def test_model_rejects_bad_input():
-    with pytest.raises(ValueError, match=r"kind must be one of \('softmax', 'linear', 'additive', 'delta'\), got 'rnn'"):
+    with pytest.raises(ValueError, match=r"kind must be one of \('softmax', 'linear', 'positive', 'additive', 'decay', 'delta', 'delta_token'\), got 'rnn'"):
         RecallModel(8, 8, 4, "rnn")
     with pytest.raises(ValueError, match=r"size must be a positive int, got 0"):
         RecallModel(8, 8, 0, "linear")
@@ -238,8 +332,8 @@ def test_model_rejects_bad_input():
 
 # ---------------------------------------------------------------- state_numbers
 def test_state_numbers_counts_the_memory():
-    for kind, expected in (("softmax", 2 * 10 * 6), ("linear", 6 * 6 + 6), ("additive", 36),
-                           ("delta", 36)):
+    for kind, expected in (("softmax", 2 * 10 * 6), ("linear", 6 * 6 + 6), ("positive", 36),
+                           ("additive", 36), ("decay", 36), ("delta", 36), ("delta_token", 36)):
         assert recall.state_numbers(RecallModel(20, 3, 6, kind), 10) == expected
     assert recall.state_numbers(RecallModel(20, 3, 6, "softmax"), 20) == 240  # grows with N
     with pytest.raises(ValueError, match=r"model must be a RecallModel, got Linear"):
@@ -407,9 +501,22 @@ def test_train_rejects_bad_settings_before_touching_the_model():
         (dict(pairs="4"), r"pairs must be an int or a non-empty sequence of ints .* got '4'"),
         (dict(pairs=range(0, 4)), r"pairs must hold ints in \[1, num_keys\] = \[1, 8\] .* got 0"),
         (dict(pairs=[2, 4.0]), r"pairs must hold ints in \[1, num_keys\] .* got 4.0"),
+        (dict(rewrite_share=1.5), r"rewrite_share must be in \[0, 1\] .* got 1.5"),
+        (dict(rewrite_share=-0.1), r"rewrite_share must be a finite number >= 0.0, got -0.1"),
     ]:
         with pytest.raises(ValueError, match=match):
             recall.train(model, **kwargs)
     with pytest.raises(ValueError, match=r"model must be a RecallModel .* got Linear"):
         recall.train(nn.Linear(2, 2))
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters())) and model.training
+
+
+def test_train_with_rewrites_draws_batches_with_rewritten_keys():
+    """rewrite_share 0 trains as before (the same losses); a share > 0 trains on longer
+    sequences, whose losses differ."""
+    def losses(**kwargs):
+        torch.manual_seed(0)
+        model = RecallModel(12, 5, 4, "delta")
+        return recall.train(model, steps=3, pairs=8, seed=1, **kwargs)
+    assert losses() == losses(rewrite_share=0.0)
+    assert losses() != losses(rewrite_share=0.5)

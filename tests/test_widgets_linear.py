@@ -328,6 +328,20 @@ def recall_data(seeds: int = 3) -> tuple[dict, dict]:
     return accuracy, by_position
 
 
+def test_recall_view_draws_the_kinds_it_is_given_and_relays_out_for_others():
+    accuracy, by_position = recall_data()
+    some = ("softmax", "additive", "delta")
+    fig = lw.draw_recall(16, {k: accuracy[k] for k in some}, {k: by_position[k] for k in some})
+    gids = {line.get_gid() for ax in fig.axes[:2] for line in ax.lines}
+    assert {g.split(" ", 1)[1] for g in gids if g.startswith("mean ")} == set(some)
+    assert fig._suptitle.get_text().endswith(", ".join(f"{k} {accuracy[k].mean(0)[3].item():.2f}" for k in some))
+    again = lw.draw_recall(16, accuracy, by_position, fig=fig)  # every kind: laid out anew
+    gids = {line.get_gid() for ax in again.axes[:2] for line in ax.lines}
+    assert again is fig and {g.split(" ", 1)[1] for g in gids if g.startswith("mean ")} == set(KINDS)
+    legend = [t.get_text() for t in again.axes[0].get_legend().get_texts()]
+    assert legend[:len(KINDS)] == list(KINDS)
+
+
 def recall_lines(fig: Figure) -> dict[str, object]:
     return {line.get_gid(): line for ax in fig.axes for line in ax.lines}
 
@@ -363,7 +377,7 @@ def test_recall_view_draws_the_accuracies_given_at_every_n():
         assert list(lines["shown"].get_xdata()) == [n, n]
         assert list(lines["state size"].get_xdata()) == [16, 16]
         means = ", ".join(f"{k} {accuracy[k].mean(0)[i].item():.2f}" for k in KINDS)
-        assert fig._suptitle.get_text() == f"N = {n} pairs, state size D = 16: mean accuracy {means}"
+        assert fig._suptitle.get_text() == f"N = {n}, D = 16, mean accuracy: {means}"
         assert right.get_title() == f"which pairs are recalled, N = {n}"
 
 
@@ -418,9 +432,10 @@ def _recall_bad(change):
     (lambda: lw.draw_recall(10, *recall_data()), r"^num_pairs must be one of PAIR_COUNTS \(4, 8, .*64\), got 10"),
     (lambda: lw.draw_recall(16.0, *recall_data()), r"^num_pairs must be one of PAIR_COUNTS .* got 16.0"),
     (lambda: lw.recall_view(*recall_data(), num_pairs=True), r"^num_pairs must be one of .* got True"),
-    (lambda: lw.draw_recall(16, [], recall_data()[1]), r"^accuracy must be a dict keyed by recall.KINDS .* got list"),
-    (_recall_bad(lambda a, b: a.pop("delta")), r"^accuracy must have exactly the keys recall.KINDS \(softmax, linear, additive, delta\), got"),
-    (_recall_bad(lambda a, b: b.update(gated=b["delta"])), r"^by_position must have exactly the keys recall.KINDS"),
+    (lambda: lw.draw_recall(16, [], recall_data()[1]), r"^accuracy must be a dict keyed by kinds of recall.KINDS .* got list"),
+    (_recall_bad(lambda a, b: a.pop("delta")), r"^by_position must have the kinds of accuracy \['softmax', 'linear', .*\], got"),
+    (_recall_bad(lambda a, b: b.update(gated=b["delta"])), r"^by_position must be keyed by one or more kinds of recall.KINDS \(softmax, linear, positive, additive, decay, delta, delta_token\)"),
+    (_recall_bad(lambda a, b: (a.clear(), b.clear())), r"^accuracy must be keyed by one or more kinds of recall.KINDS"),
     (_recall_bad(lambda a, b: a.update(delta=a["delta"][:, :-1])), r"^accuracy\['delta'\] must have shape \(seeds, len\(PAIR_COUNTS\)\) = \(seeds, 8\), got \(3, 7\)"),
     (_recall_bad(lambda a, b: a.update(delta=a["delta"][0])), r"^accuracy\['delta'\] must have shape .* got \(8,\)"),
     (_recall_bad(lambda a, b: a.update(delta=a["delta"][:0])), r"^accuracy\['delta'\] must have shape .* got \(0, 8\)"),

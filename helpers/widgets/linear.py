@@ -26,6 +26,7 @@ from matplotlib.ticker import NullLocator
 
 from .. import recall
 from ..checks import check_seed
+from ..device import cpu_threads
 from ..linear_attention import positive_random_features, random_projection, recurrent_states
 from ..plotting import show_heatmaps, to_numpy
 from ._common import (
@@ -268,8 +269,10 @@ def random_feature_weights(num_features: int, seed: int = 0) -> torch.Tensor:
 @lru_cache(maxsize=1)
 def _errors() -> torch.Tensor:
     exact = _softmax()[2]
-    return torch.tensor([[(_rf_weights(n, s) - exact).abs().mean().item() for s in range(NUM_SEEDS)]
-                         for n in FEATURE_COUNTS], dtype=torch.float64)
+    with cpu_threads(1):  # 220 tiny products: one thread is faster (and far faster on a busy CPU)
+        return torch.tensor([[(_rf_weights(n, s) - exact).abs().mean().item()
+                              for s in range(NUM_SEEDS)] for n in FEATURE_COUNTS],
+                            dtype=torch.float64)
 
 
 def random_feature_errors() -> torch.Tensor:
@@ -375,7 +378,8 @@ def features_view(num_features: int = 16) -> PageView:
 # ---------------------------------------------------------------- 3. associative recall
 PAIR_COUNTS = (4, 8, 12, 16, 24, 32, 48, 64)  # the slider's N: pairs written per sequence
 STATE_SIZE = 16  # D of the notebook's RecallModel(64, 64, 16, kind): each state is D × D
-KIND_COLORS = {"softmax": "C3", "linear": "C2", "additive": "C1", "delta": "C0"}  # as RULE_COLORS
+KIND_COLORS = {"softmax": "C3", "linear": "C2", "positive": "C4", "additive": "C1", "decay": "C5",
+               "delta": "C0", "delta_token": "C9"}  # additive and delta as RULE_COLORS
 RECALL_LABEL = "linear.recall"
 RECALL_FIGSIZE = (11.0, 4.4)
 _ORDER = "(" + ", ".join(recall.KINDS) + ")"
@@ -409,28 +413,32 @@ def _fractions(name: str, x: object, shape: tuple[int, ...], layout: str) -> np.
     return out
 
 
-def _check_kinds(name: str, data: object) -> dict:
+def _check_kinds(name: str, data: object) -> tuple[str, ...]:
+    """The kinds ``data`` is keyed by, in the order of recall.KINDS: a non-empty subset."""
     if not isinstance(data, dict):
-        raise ValueError(f"{name} must be a dict keyed by recall.KINDS {_ORDER}, got "
+        raise ValueError(f"{name} must be a dict keyed by kinds of recall.KINDS {_ORDER}, got "
                          f"{type(data).__name__}")
-    if set(data) != set(recall.KINDS) or len(data) != len(recall.KINDS):
-        raise ValueError(f"{name} must have exactly the keys recall.KINDS {_ORDER}, got "
-                         f"{sorted(map(repr, data))}")
-    return data
+    if not data or not all(isinstance(k, str) and k in recall.KINDS for k in data):
+        raise ValueError(f"{name} must be keyed by one or more kinds of recall.KINDS {_ORDER}, "
+                         f"got {sorted(map(repr, data))}")
+    return tuple(k for k in recall.KINDS if k in data)
 
 
 def _check_recall(accuracy: object, by_position: object
                   ) -> tuple[dict[str, np.ndarray], dict[str, list[np.ndarray]]]:
-    """Both data sets as float64 arrays (fresh copies): accuracy[kind] (seeds, len(PAIR_COUNTS)),
-    by_position[kind][i] (PAIR_COUNTS[i],)."""
-    _check_kinds("accuracy", accuracy)
-    _check_kinds("by_position", by_position)
+    """Both data sets as float64 arrays (fresh copies), keyed by the same kinds (in the order of
+    recall.KINDS): accuracy[kind] (seeds, len(PAIR_COUNTS)), by_position[kind][i]
+    (PAIR_COUNTS[i],)."""
+    kinds = _check_kinds("accuracy", accuracy)
+    if _check_kinds("by_position", by_position) != kinds:
+        raise ValueError(f"by_position must have the kinds of accuracy {list(kinds)}, got "
+                         f"{sorted(map(repr, by_position))}")
     P = len(PAIR_COUNTS)
     acc = {kind: _fractions(f"accuracy[{kind!r}]", accuracy[kind], (-1, P),
                             f"(seeds, len(PAIR_COUNTS)) = (seeds, {P})")
-           for kind in recall.KINDS}
+           for kind in kinds}
     pos = {}
-    for kind in recall.KINDS:
+    for kind in kinds:
         curves = by_position[kind]
         if not isinstance(curves, (list, tuple)) or len(curves) != P:
             got = f"length {len(curves)}" if isinstance(curves, (list, tuple)) else \
@@ -451,17 +459,18 @@ def _band_vertices(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarr
     return np.concatenate([np.stack([x, low], 1), np.stack([x[::-1], high[::-1]], 1)])
 
 
-def _layout_recall(fig: Figure) -> None:
+def _layout_recall(fig: Figure, kinds: tuple[str, ...]) -> None:
     start_figure(fig, RECALL_LABEL)
+    fig._recall_kinds = kinds  # what the lines were drawn for: other kinds lay the figure out anew
     left, right = fig.subplots(1, 2)
     N = np.array(PAIR_COUNTS, dtype=float)
-    for kind in recall.KINDS:
+    for kind in kinds:
         color = KIND_COLORS[kind]
         left.fill_between(N, np.zeros_like(N), np.zeros_like(N), color=color, alpha=0.2,
                           linewidth=0, gid=f"band {kind}")
         left.plot(N, np.zeros_like(N), color=color, linewidth=2, marker=".", label=kind,
                   gid=f"mean {kind}")
-    for kind in recall.KINDS:
+    for kind in kinds:
         left.plot([], [], "o", color=KIND_COLORS[kind], markersize=7, markeredgecolor="white",
                   gid=f"current {kind}", zorder=4)
     left.axvline(STATE_SIZE, color="0.3", linestyle=":", linewidth=1.5,
@@ -476,7 +485,7 @@ def _layout_recall(fig: Figure) -> None:
     left.set_ylabel("accuracy (mean, band: min–max over seeds)")
     left.set_title("recall against the number of pairs", fontsize="medium")
     left.legend(loc="lower left", fontsize="x-small")
-    for kind in recall.KINDS:
+    for kind in kinds:
         right.plot([], [], color=KIND_COLORS[kind], linewidth=1.5, marker=".", markersize=4,
                    label=kind, gid=f"position {kind}")
     right.set_xlim(0.0, 1.0)
@@ -494,16 +503,17 @@ def _draw_recall(num_pairs: int, acc: dict[str, np.ndarray], pos: dict[str, list
     """``draw_recall`` on checked data (``_check_recall``'s)."""
     if fig is None:
         fig = Figure(figsize=RECALL_FIGSIZE)
-    fresh = fig.get_label() != RECALL_LABEL
+    kinds = tuple(acc)
+    fresh = fig.get_label() != RECALL_LABEL or getattr(fig, "_recall_kinds", None) != kinds
     if fresh:
-        _layout_recall(fig)
+        _layout_recall(fig, kinds)
     left, right = fig.axes[:2]
     lines = {line.get_gid(): line for ax in (left, right) for line in ax.lines}
     bands = {c.get_gid(): c for c in left.collections}
     N = np.array(PAIR_COUNTS, dtype=float)
     i = PAIR_COUNTS.index(num_pairs)
     means = {}
-    for kind in recall.KINDS:
+    for kind in kinds:
         a = acc[kind]  # (seeds, P)
         mean = a.mean(axis=0)  # (P,)
         means[kind] = mean[i]
@@ -513,8 +523,8 @@ def _draw_recall(num_pairs: int, acc: dict[str, np.ndarray], pos: dict[str, list
         lines[f"position {kind}"].set_data(_positions(num_pairs), pos[kind][i])
     lines["shown"].set_xdata([num_pairs, num_pairs])
     right.set_title(f"which pairs are recalled, N = {num_pairs}", fontsize="medium")
-    fig.suptitle(f"N = {num_pairs} pairs, state size D = {STATE_SIZE}: mean accuracy "
-                 + ", ".join(f"{kind} {means[kind]:.2f}" for kind in recall.KINDS),
+    fig.suptitle(f"N = {num_pairs}, D = {STATE_SIZE}, mean accuracy: "
+                 + ", ".join(f"{kind} {means[kind]:.2f}" for kind in kinds),
                  fontsize="medium")
     if fresh:
         freeze_layout(fig)
@@ -523,7 +533,7 @@ def _draw_recall(num_pairs: int, acc: dict[str, np.ndarray], pos: dict[str, list
 
 def draw_recall(num_pairs: int, accuracy: dict, by_position: dict, *,
                 fig: Figure | None = None) -> Figure:
-    """Left: the accuracy of each kind of ``recall.KINDS`` against the number of pairs N
+    """Left: the accuracy of each kind given (some of ``recall.KINDS``) against the number of pairs N
     (``PAIR_COUNTS``, log-2 axis): the mean over seeds as a line, their min–max as a band, a dot
     at N = ``num_pairs`` (one of ``PAIR_COUNTS``) and a grey line there, a dotted line at the
     state size D = 16; right: the accuracy by write position at that N, the pair written j-th
@@ -533,8 +543,9 @@ def draw_recall(num_pairs: int, accuracy: dict, by_position: dict, *,
     ``accuracy``: {kind: (seeds, len(PAIR_COUNTS)) floating tensor}, column i the accuracy at
     PAIR_COUNTS[i] of each seed's model; ``by_position``: {kind: a list of len(PAIR_COUNTS)
     tensors, the i-th (PAIR_COUNTS[i],)}, the accuracy of each position (mean over seeds).
-    Keys exactly ``recall.KINDS``, values in [0, 1]. A Figure this function drew is updated in
-    place; any other is cleared and redrawn."""
+    Keyed by the same one or more kinds of ``recall.KINDS`` (drawn in that order), values in
+    [0, 1]. A Figure this function drew for the same kinds is updated in place; any other is
+    cleared and redrawn."""
     num_pairs = _check_num_pairs(num_pairs)
     acc, pos = _check_recall(accuracy, by_position)
     check_figure("fig", fig, optional=True)
@@ -555,13 +566,16 @@ def recall_view(accuracy: dict, by_position: dict, num_pairs: int = 16) -> PageV
     )
 
 
+DEMO_KINDS = ("softmax", "linear", "positive", "additive", "decay", "delta")  # notebook 12's view
+
+
 @lru_cache(maxsize=1)
 def _demo_recall() -> tuple[dict[str, torch.Tensor], dict[str, list[torch.Tensor]]]:
-    """The recall view's data for the demo: each kind trained once as notebook 12 trains its
-    seed 0 (initial weights from seed 0, 200 steps), a few seconds on a CPU. The global random
-    state is left as it was."""
+    """The recall view's data for the demo: each kind of ``DEMO_KINDS`` trained once as notebook
+    12 trains its seed 0 (initial weights from seed 0, 200 steps), a few seconds on a CPU. The
+    global random state is left as it was."""
     accuracy, by_position = {}, {}
-    for kind in recall.KINDS:
+    for kind in DEMO_KINDS:
         with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's generator untouched
             torch.manual_seed(0)
             model = recall.RecallModel(64, 64, STATE_SIZE, kind)

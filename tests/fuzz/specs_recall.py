@@ -14,7 +14,7 @@ from torch import nn
 
 from helpers import recall
 from helpers.recall import KINDS, RecallModel
-from tests.fuzz import Case, Int, OneOf, Spec, T, _is_int, _is_real
+from tests.fuzz import Case, Int, OneOf, Real, Spec, T, _is_int, _is_real
 from tests.fuzz.specs_training import _device_ok, _generator_ok  # the same rules
 
 NUM_KEYS, NUM_VALUES, SIZE = 9, 5, 4  # the specs' models
@@ -41,13 +41,20 @@ def _gen(seed: int) -> torch.Generator:
 
 def _model(kind: str = "delta", dtype: torch.dtype = torch.float32) -> RecallModel:
     """A RecallModel of the specs' sizes, always the same weights (seeded, the global generator
-    left as it was), β = sigmoid(0.4) for the delta rule."""
+    left as it was), β = sigmoid(0.4) for the delta rule, γ = sigmoid(1) for decay, β_t from
+    seeded weights for delta_token."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
         model = RecallModel(NUM_KEYS, NUM_VALUES, SIZE, kind)
-    if model.beta_logit is not None:
-        with torch.no_grad():
+        if model.beta_proj is not None:
+            with torch.no_grad():
+                model.beta_proj.weight.normal_()
+                model.beta_proj.bias.fill_(0.2)
+    with torch.no_grad():
+        if model.beta_logit is not None:
             model.beta_logit.fill_(0.4)
+        if model.decay_logit is not None:
+            model.decay_logit.fill_(1.0)
     return model.to(dtype).eval()
 
 
@@ -59,9 +66,9 @@ def _batch(B: int = 3, N: int = 5, M: int | None = 4, seed: int = 2):
 # ---------------------------------------------------------------------------- by hand
 def _batch_right(out, kw) -> bool:
     keys, values, queries, targets = out
-    B, N = kw["batch_size"], kw["num_pairs"]
+    B, N, R = kw["batch_size"], kw["num_pairs"], kw.get("rewrites", 0)
     M = N if kw["num_queries"] is None else kw["num_queries"]
-    if keys.shape != (B, N) or values.shape != (B, N) or queries.shape != (B, M) \
+    if keys.shape != (B, N + R) or values.shape != (B, N + R) or queries.shape != (B, M) \
             or targets.shape != (B, M) or any(t.dtype != torch.long for t in out):
         return False
     if not (0 <= int(keys.min()) and int(keys.max()) < kw["num_keys"]
@@ -69,9 +76,16 @@ def _batch_right(out, kw) -> bool:
         return False
     for b in range(B):
         row, asked = keys[b].tolist(), queries[b].tolist()
-        if len(set(row)) != N or len(set(asked)) != M or not set(asked) <= set(row):
+        if len(set(row[:N])) != N or len(set(asked)) != M or not set(asked) <= set(row[:N]):
             return False
-        if any(t != int(values[b, row.index(q)]) for q, t in zip(asked, targets[b].tolist())):
+        if len(set(row[N:])) != R or not set(row[N:]) <= set(row[:N]):
+            return False  # R distinct earlier keys, written again
+        latest = {}
+        for key, value in zip(row, values[b].tolist()):
+            if latest.get(key) == value:
+                return False  # a rewrite writes a new value
+            latest[key] = value
+        if any(t != latest[q] for q, t in zip(asked, targets[b].tolist())):
             return False
     return True
 
@@ -88,12 +102,21 @@ def _logits_by_hand(model: RecallModel, keys, values, queries) -> torch.Tensor:
         weights = (F.elu(q) + 1) @ (F.elu(k) + 1).mT  # (B, M, N): φ(q_i)·φ(k_j)
         read = weights @ v / weights.sum(dim=-1, keepdim=True)
     else:
+        if model.kind == "positive":
+            q, k = F.elu(q) + 1, F.elu(k) + 1
         q, k = q / q.norm(dim=-1, keepdim=True), k / k.norm(dim=-1, keepdim=True)
         S = torch.zeros(k.shape[0], k.shape[-1], v.shape[-1], dtype=torch.float64)  # (B, D, D)
-        beta = None if model.beta is None else float(model.beta.detach())
+        if model.kind == "delta":
+            beta = torch.full(keys.shape, float(model.beta.detach()), dtype=torch.float64)
+        elif model.kind == "delta_token":
+            w, b = model.beta_proj.weight.double()[0], model.beta_proj.bias.double()[0]
+            beta = torch.sigmoid(E[keys] @ w + b)  # (B, N)
+        else:
+            beta = None
+        gamma = 1.0 if model.decay is None else float(model.decay.detach())
         for t in range(k.shape[1]):
-            write = v[:, t] if beta is None else beta * (v[:, t] - (k[:, t, None] @ S)[:, 0])
-            S = S + k[:, t, :, None] * write[:, None, :]
+            write = v[:, t] if beta is None else beta[:, t, None] * (v[:, t] - (k[:, t, None] @ S)[:, 0])
+            S = gamma * S + k[:, t, :, None] * write[:, None, :]
         read = q @ S
     return read @ model.readout.weight.double().T + model.readout.bias.double()
 
@@ -120,29 +143,37 @@ def _train_right(out, kw) -> bool:
     generator = _gen(kw["seed"])
     n = loads[int(torch.randint(len(loads), (), generator=generator))]
     keys, values, queries, targets = recall.make_batch(
-        kw["batch_size"], n, num_keys=NUM_KEYS, num_values=NUM_VALUES, generator=generator)
+        kw["batch_size"], n, num_keys=NUM_KEYS, num_values=NUM_VALUES,
+        rewrites=round(kw.get("rewrite_share", 0.0) * n), generator=generator)
     model = _model("delta", next(kw["model"].parameters()).dtype)
     logits = _logits_by_hand(model, keys, values, queries)  # (B, N, V)
     terms = logits.logsumexp(-1) - logits.gather(-1, targets[..., None])[..., 0]
     return abs(out[0] - terms.mean().item()) < 1e-4 and not kw["model"].training
 
 
-def _recalled_by_hand(kw) -> torch.Tensor:
-    """(B, N) float64: 1 where the pair written j-th of sequence b is recalled."""
-    model, N, B = kw["model"], kw["num_pairs"], kw["num_sequences"]
+def _recalled_by_hand(kw, which: str = "all") -> torch.Tensor:
+    """(B, N) float64: 1 where the key written first at position j of sequence b is recalled
+    (its latest value); NaN where ``which`` leaves that key out ("rewritten": keys written once;
+    "once": keys written again)."""
+    model, N, B, R = kw["model"], kw["num_pairs"], kw["num_sequences"], kw.get("rewrites", 0)
     keys, values, queries, targets = recall.make_batch(
-        B, N, num_keys=NUM_KEYS, num_values=NUM_VALUES, generator=_gen(kw["seed"]))
+        B, N, num_keys=NUM_KEYS, num_values=NUM_VALUES, rewrites=R, generator=_gen(kw["seed"]))
     with torch.no_grad():
         answers = model(keys, values, queries).argmax(-1)
     right = torch.zeros(B, N, dtype=torch.float64)
     for b in range(B):
+        row = keys[b].tolist()
         for i in range(N):
-            right[b, keys[b].tolist().index(int(queries[b, i]))] = float(answers[b, i] == targets[b, i])
+            j = row.index(int(queries[b, i]))
+            again = int(queries[b, i]) in row[N:]
+            keep = which == "all" or again == (which == "rewritten")
+            right[b, j] = float(answers[b, i] == targets[b, i]) if keep else math.nan
     return right
 
 
 def _accuracy_right(out, kw) -> bool:
-    return isinstance(out, float) and abs(out - _recalled_by_hand(kw).mean().item()) < 1e-12
+    right = _recalled_by_hand(kw, kw.get("which", "all"))
+    return isinstance(out, float) and abs(out - right[~right.isnan()].mean().item()) < 1e-12
 
 
 def _by_position_right(out, kw) -> bool:
@@ -172,23 +203,33 @@ def _poisoned() -> RecallModel:
 SPECS: list[Spec] = [
     Spec("helpers.recall.make_batch", call=recall.make_batch,
          good=lambda: dict(batch_size=3, num_pairs=4, num_queries=2, num_keys=6, num_values=5,
-                           generator=None, device=None),
+                           rewrites=2, generator=None, device=None),
          rules={"batch_size": "size", "num_pairs": "size", "num_queries": "size or None",
-                "num_keys": "size", "num_values": "size", "generator": _generator_ok,
-                "device": _device_ok},
+                "num_keys": "size", "num_values": "size", "rewrites": Int(0, 4),
+                "generator": _generator_ok, "device": _device_ok},
          valid=lambda kw: kw["num_pairs"] <= kw["num_keys"] and (
-             kw["num_queries"] is None or kw["num_queries"] <= kw["num_pairs"]),
+             kw["num_queries"] is None or kw["num_queries"] <= kw["num_pairs"]) and (
+             kw["rewrites"] <= kw["num_pairs"]) and (kw["rewrites"] == 0 or kw["num_values"] >= 2),
          check=_batch_right,
          bad=[Case("num_pairs>num_keys", lambda kw: kw.update(num_pairs=7),
                    r"num_pairs must be at most num_keys .* got num_pairs=7, num_keys=6"),
               Case("num_queries>num_pairs", lambda kw: kw.update(num_queries=5),
-                   r"num_queries must be at most num_pairs .* got num_queries=5, num_pairs=4")],
+                   r"num_queries must be at most num_pairs .* got num_queries=5, num_pairs=4"),
+              Case("rewrites>num_pairs", lambda kw: kw.update(num_pairs=1, num_queries=1),
+                   r"rewrites must be an int in \[0, num_pairs\] = \[0, 1\] .* got 2"),
+              Case("num_values=1 rewrites", lambda kw: kw.update(num_values=1),
+                   r"num_values must be at least 2 when rewrites > 0 .* got num_values=1")],
          edge=[Case("seeded", lambda kw: kw.update(generator=_gen(4)), lambda out, kw: all(
              torch.equal(a, b) for a, b in zip(out, recall.make_batch(
-                 3, 4, num_queries=2, num_keys=6, num_values=5, generator=_gen(4))))),
+                 3, 4, num_queries=2, num_keys=6, num_values=5, rewrites=2, generator=_gen(4))))),
+               Case("rewrites=0 as before", lambda kw: kw.update(rewrites=0, generator=_gen(4)),
+                    lambda out, kw: all(torch.equal(a, b) for a, b in zip(out, recall.make_batch(
+                        3, 4, num_queries=2, num_keys=6, num_values=5, generator=_gen(4))))),
+               Case("every key rewritten", lambda kw: kw.update(rewrites=4, num_values=2),
+                    _batch_right),
                Case("every key", lambda kw: kw.update(num_pairs=6, num_queries=None),
                     lambda out, kw: _batch_right(out, kw) and torch.equal(
-                        out[0].sort(dim=1).values, torch.arange(6).expand(3, 6)))]),
+                        out[0][:, :6].sort(dim=1).values, torch.arange(6).expand(3, 6)))]),
     Spec("helpers.recall.RecallModel", call=RecallModel,
          good=lambda: dict(num_keys=6, num_values=4, size=3, kind="delta"),
          rules={"num_keys": "size", "num_values": "size", "size": "size", "kind": OneOf(KINDS)},
@@ -198,10 +239,12 @@ SPECS: list[Spec] = [
              and m.readout.weight.shape == (kw["num_values"], kw["size"])
              and (m.kind, m.num_keys, m.num_values, m.size) == (
                  kw["kind"], kw["num_keys"], kw["num_values"], kw["size"])
-             and type(m.num_keys) is int and (m.beta is not None) == (kw["kind"] == "delta")),
+             and type(m.num_keys) is int and (m.beta is not None) == (kw["kind"] == "delta")
+             and (m.decay is not None) == (kw["kind"] == "decay")),
          edge=[Case(kind, lambda kw, kind=kind: kw.update(kind=kind),
                     lambda m, kw: sum(p.numel() for p in m.parameters()) == 6 * 3 + 4 * 3
-                    + 3 * 9 + 3 * 4 + 4 + (kw["kind"] == "delta")) for kind in KINDS]),
+                    + 3 * 9 + 3 * 4 + 4 + {"delta": 1, "decay": 1, "delta_token": 3 + 1}.get(
+                        kw["kind"], 0)) for kind in KINDS]),
     Spec("helpers.recall.RecallModel.forward",
          call=lambda model=None, **kw: (_model() if model is None else model)(**kw),
          good=lambda: dict(zip(("keys", "values", "queries"), _batch()[:3])),
@@ -233,6 +276,18 @@ SPECS: list[Spec] = [
          + [Case("B=1 M=1 N=1", lambda kw: kw.update(**dict(zip(("keys", "values", "queries"),
                                                               _batch(1, 1, 1)[:3]))),
                  _forward_right)]),
+    Spec("helpers.recall.RecallModel.token_beta",
+         call=lambda model=None, **kw: (_model("delta_token") if model is None else model).token_beta(**kw),
+         good=lambda: dict(keys=_batch()[0]),
+         rules={"keys": T(rank=2, dtype="long")},
+         check=lambda out, kw: _close(out, torch.sigmoid(
+             _model("delta_token").key_embedding.weight.double()[kw["keys"]]
+             @ _model("delta_token").beta_proj.weight.double()[0]
+             + _model("delta_token").beta_proj.bias.double()[0]).detach(), 1e-6),
+         bad=[Case("keys=num_keys", lambda kw: kw.update(keys=kw["keys"] * 0 + NUM_KEYS),
+                   r"keys must be token ids in \[0, num_keys\) = \[0, 9\), got values from 9"),
+              Case("kind=delta", lambda kw: kw.update(model=_model("delta")),
+                   r"token_beta is delta_token's, got a model of kind 'delta'")]),
     Spec("helpers.recall.state_numbers", call=recall.state_numbers,
          good=lambda: dict(model=_model("softmax"), num_pairs=7),
          rules={"model": lambda v: isinstance(v, RecallModel), "num_pairs": Int(1, NUM_KEYS)},
@@ -241,13 +296,15 @@ SPECS: list[Spec] = [
                    r"model must be a RecallModel, got Linear")],
          edge=[Case(kind, lambda kw, kind=kind: kw.update(model=_model(kind)),
                     lambda out, kw, n=n: out == n)
-               for kind, n in (("linear", SIZE * SIZE + SIZE), ("additive", SIZE * SIZE),
-                               ("delta", SIZE * SIZE))]),
+               for kind, n in (("linear", SIZE * SIZE + SIZE), ("positive", SIZE * SIZE),
+                               ("additive", SIZE * SIZE), ("decay", SIZE * SIZE),
+                               ("delta", SIZE * SIZE), ("delta_token", SIZE * SIZE))]),
     Spec("helpers.recall.train", call=recall.train,
          good=lambda: dict(model=_model(), steps=2, batch_size=3, pairs=range(2, 5), lr=0.01,
-                           seed=0),
+                           seed=0, rewrite_share=0.5),
          rules={"model": lambda v: isinstance(v, nn.Module), "steps": "size",
-                "batch_size": "size", "pairs": _pairs_ok, "lr": _lr_ok, "seed": "seed"},
+                "batch_size": "size", "pairs": _pairs_ok, "lr": _lr_ok, "seed": "seed",
+                "rewrite_share": Real(0.0, 1.0)},
          check=_train_right,
          bad=_untrainable() + [
              Case("model=NaN weights", lambda kw: kw.update(model=_poisoned()),
@@ -267,21 +324,35 @@ SPECS: list[Spec] = [
                   r"stay finite")],
          edge=[Case("model=float64", lambda kw: kw.update(model=_model("delta", torch.float64)),
                     _train_right),
+               Case("no rewrites", lambda kw: kw.update(rewrite_share=0.0), _train_right),
+               Case("every key rewritten", lambda kw: kw.update(rewrite_share=1.0), _train_right),
                Case("pairs=9", lambda kw: kw.update(pairs=9), _train_right),
                Case("pairs=[1, 9]", lambda kw: kw.update(pairs=[1, 9]), _train_right)]),
     Spec("helpers.recall.accuracy", call=recall.accuracy,
-         good=lambda: dict(model=_model(), num_pairs=5, num_sequences=6, seed=1),
+         good=lambda: dict(model=_model(), num_pairs=5, rewrites=2, which="all", num_sequences=6,
+                           seed=1),
          rules={"model": lambda v: isinstance(v, nn.Module), "num_pairs": Int(1, NUM_KEYS),
+                "rewrites": Int(0, NUM_KEYS), "which": OneOf(("all", "rewritten", "once")),
                 "num_sequences": "size", "seed": "seed"},
+         valid=lambda kw: kw["rewrites"] <= kw["num_pairs"] and (
+             kw["which"] == "all" or (kw["rewrites"] > 0 if kw["which"] == "rewritten"
+                                      else kw["rewrites"] < kw["num_pairs"])),
          check=_accuracy_right,
          bad=[Case("model=meta", lambda kw: kw.update(model=_model().to("meta")),
                    r"model's parameters must be on a device that holds data"),
               Case("model=Linear", lambda kw: kw.update(model=nn.Linear(2, 2)),
-                   r"model must be a RecallModel")],
+                   r"model must be a RecallModel"),
+              Case("rewrites>num_pairs", lambda kw: kw.update(rewrites=6),
+                   r"rewrites must be an int in \[0, num_pairs\] = \[0, 5\]"),
+              Case("rewritten, none", lambda kw: kw.update(rewrites=0, which="rewritten"),
+                   r"which='rewritten' selects no query with rewrites=0 of num_pairs=5"),
+              Case("once, none", lambda kw: kw.update(rewrites=5, which="once"),
+                   r"which='once' selects no query with rewrites=5 of num_pairs=5")],
          edge=[Case(f"model={dt}", lambda kw, dt=dt: kw.update(model=_model("delta", dt)),
                     _accuracy_right) for dt in (torch.float16, torch.bfloat16, torch.float64)]
-         + [Case(f"kind={kind}", lambda kw, kind=kind: kw.update(model=_model(kind)),
-                 _accuracy_right) for kind in KINDS]),
+         + [Case(f"kind={kind} {which}", lambda kw, kind=kind, which=which: kw.update(
+             model=_model(kind), which=which), _accuracy_right)
+            for kind in KINDS for which in ("all", "rewritten", "once")]),
     Spec("helpers.recall.accuracy_by_position", call=recall.accuracy_by_position,
          good=lambda: dict(model=_model(), num_pairs=5, num_sequences=6, seed=1),
          rules={"model": lambda v: isinstance(v, nn.Module), "num_pairs": Int(1, NUM_KEYS),

@@ -161,7 +161,7 @@ FEATURES = [
 
 
 # ------------------------------------------------------------------ the recall view
-KINDS = ("softmax", "linear", "additive", "delta")  # recall.KINDS, written out
+KINDS = ("softmax", "linear", "positive", "additive", "decay", "delta", "delta_token")  # recall.KINDS
 P = len(lw.PAIR_COUNTS)
 
 
@@ -185,12 +185,13 @@ def _fractions(v: object, shape: tuple[int | None, ...]) -> bool:
 
 @dataclass(frozen=True)
 class KindDict:
-    """A dict with exactly the keys of recall.KINDS: accuracies (seeds, P), or (``positions``)
-    lists of P tensors (N,)."""
+    """A dict keyed by one or more kinds of recall.KINDS: accuracies (seeds, P), or
+    (``positions``) lists of P tensors (N,). Both arguments must have the same kinds (the
+    spec's ``valid``)."""
     positions: bool = False
 
     def __call__(self, v: object) -> bool:
-        if not (isinstance(v, dict) and set(v) == set(KINDS) and len(v) == len(KINDS)):
+        if not (isinstance(v, dict) and v and all(isinstance(k, str) and k in KINDS for k in v)):
             return False
         if not self.positions:
             return all(_fractions(x, (None, P)) for x in v.values())
@@ -233,9 +234,13 @@ def _recall_figure_right(fig: Figure, kw: dict) -> bool:
         and list(lines[f"current {k}"].get_xdata()) == [n]
         and np.allclose(lines[f"position {k}"].get_xdata(), (np.arange(n) + 0.5) / n)
         and np.allclose(lines[f"position {k}"].get_ydata(), pos[k][i].double().numpy(), atol=1e-7)
-        for k in KINDS)
-        and fig._suptitle.get_text().startswith(f"N = {n} pairs")
+        for k in acc)
+        and fig._suptitle.get_text().startswith(f"N = {n}, D = 16, mean accuracy: ")
         and all(ax.get_ylim() == (0.0, 1.02) for ax in fig.axes[:2]))
+
+
+def _same_kinds(kw: dict) -> bool:
+    return set(kw["accuracy"]) == set(kw["by_position"])
 
 
 RECALL = [
@@ -244,17 +249,23 @@ RECALL = [
                            fig=None),
          rules={"num_pairs": Choice(lw.PAIR_COUNTS), "accuracy": KindDict(),
                 "by_position": KindDict(positions=True), "fig": FIG},
+         valid=_same_kinds,
          check=_recall_figure_right,
          edge=[Case("foreign-fig", lambda kw: kw.update(fig=_foreign()), _recall_figure_right),
                Case("states-fig", lambda kw: kw.update(fig=lw.draw_states(2)),
                     _recall_figure_right),
                Case("own-fig-new-data", lambda kw: kw.update(
                    fig=lw.draw_recall(4, {k: torch.zeros(3, P) for k in KINDS}, _by_position())),
+                    _recall_figure_right),
+               Case("three-kinds", lambda kw: kw.update(
+                   accuracy={k: kw["accuracy"][k] for k in ("delta", "softmax", "additive")},
+                   by_position={k: kw["by_position"][k] for k in ("additive", "delta", "softmax")}),
                     _recall_figure_right)]),
     Spec("helpers.widgets.linear.recall_view", call=lw.recall_view,
          good=lambda: dict(accuracy=_accuracy(), by_position=_by_position(), num_pairs=24),
          rules={"num_pairs": Choice(lw.PAIR_COUNTS), "accuracy": KindDict(),
                 "by_position": KindDict(positions=True)},
+         valid=_same_kinds,
          check=lambda out, kw: _is_view(out)
          and _control(out, "pairs written N").value == kw["num_pairs"]
          and _recall_figure_right(out.result, kw)),
