@@ -87,21 +87,31 @@ class MultiHeadLatentAttention(nn.Module):
     for a latent c = W_dkv x of size d_c, plus a decoupled RoPE part (DeepSeek-V2, section 2.1).
 
     ``MultiHeadLatentAttention(num_hiddens, num_heads, latent_size, *, head_size=None,
-    rope_size=0, rotary_base=10000.0, bias=False)``: N, H, d_c; d_h defaults to N // H;
-    d_r = ``rope_size`` (even, 0: no RoPE). Layers: ``W_dkv`` (N → d_c, down to the latent),
-    ``W_uk``, ``W_uv`` (d_c → H·d_h, up from it), ``W_q`` (N → H·d_h; queries are not compressed,
-    as in DeepSeek-V2-Lite), with RoPE ``W_qr`` (N → H·d_r) and ``W_kr`` (N → d_r: one RoPE key
-    shared by every head), and ``W_o`` (H·d_h → N). ``bias=True`` gives biases to ``W_dkv``,
-    ``W_q``, ``W_qr``, ``W_kr`` and ``W_o``, never to ``W_uk`` / ``W_uv``: a bias there would
-    add a term that the absorbed path cannot fold into the latents. (DeepSeek also compresses
-    the queries and normalises the latent with an RMSNorm; both are left out here.)
+    rope_size=0, rotary_base=10000.0, bias=False, query_latent_size=None, latent_norm=False)``:
+    N, H, d_c; d_h defaults to N // H; d_r = ``rope_size`` (even, 0: no RoPE). Layers: ``W_dkv``
+    (N → d_c, down to the latent), ``W_uk``, ``W_uv`` (d_c → H·d_h, up from it), ``W_q``
+    (→ H·d_h), with RoPE ``W_qr`` (→ H·d_r) and ``W_kr`` (N → d_r: one RoPE key shared by every
+    head), and ``W_o`` (H·d_h → N). The queries are read from x itself (N → …, as in
+    DeepSeek-V2-Lite) or, with ``query_latent_size`` = d_q, from a compressed query
+    c_Q = RMSNorm(W_dq x) (``W_dq``: N → d_q, then ``q_norm``; ``W_q`` and ``W_qr`` are then
+    d_q → …: DeepSeek-V2/V3's W_UQ and W_QR, d_q = q_lora_rank = 1536). ``latent_norm=True``
+    normalises the latent, c = RMSNorm(W_dkv x) (``kv_norm``, DeepSeek's kv_a_layernorm), before
+    it is cached and up-projected, so both paths below read the same normalised c; k_R is not
+    normalised. Both norms: ``nn.RMSNorm(size, eps=1e-6)`` (DeepSeek's default), a learnt gain,
+    no bias. ``bias=True`` gives biases to ``W_dkv``, ``W_dq``, ``W_q``, ``W_qr``, ``W_kr`` and
+    ``W_o``, never to ``W_uk`` / ``W_uv``: a bias there would add a term that the absorbed path
+    cannot fold into the latents.
 
     Head h scores key j: (q_C,h · k_C,h,j + q_R,h · k_R,j) / √(d_h + d_r), with k_C = W_uk c and
-    q_C = W_q x split into heads, k_R = RoPE(W_kr x) and q_R = RoPE(W_qr x) (``apply_rotary``,
-    half-split; DeepSeek's checkpoints pair the features interleaved, the same up to a
-    permutation of the rows of ``W_qr`` and ``W_kr``). Positions: the K keys (cached ones
-    first) sit at 0 … K − 1 and the T queries are the last T, query i at K − T + i (as
-    ``MultiHeadAttention`` places them).
+    q_C = W_q x (or W_q c_Q) split into heads, k_R = RoPE(W_kr x) and q_R = RoPE(W_qr x) (or of
+    c_Q) (``apply_rotary``, half-split; DeepSeek's checkpoints pair the features interleaved,
+    the same up to a permutation of the rows of ``W_qr`` and ``W_kr``). Positions: the K keys
+    (cached ones first) sit at 0 … K − 1 and the T queries are the last T, query i at K − T + i
+    (as ``MultiHeadAttention`` places them). Left out from DeepSeek-V3: YaRN (its
+    ``rope_scaling``, factor 40), which stretches RoPE's low frequencies from 4,096 positions
+    to 163,840 and multiplies the scale by mscale² = (0.1 ln 40 + 1)² ≈ 1.87 (0.135 instead of
+    1/√192 ≈ 0.072); here RoPE is plain and the scale 1/√(d_h + d_r), for models trained at
+    their own length (``rotary.py`` builds RoPE alone; scaling it is notebook 10's subject).
 
     ``forward(X (B, T, N), *, causal=True, cache=None, absorbed=False, need_weights=True)`` →
     (B, T, N). ``causal``: ``causal_mask`` (lower-right); False: every key. ``cache``: a
@@ -119,6 +129,7 @@ class MultiHeadLatentAttention(nn.Module):
     def __init__(
         self, num_hiddens: int, num_heads: int, latent_size: int, *, head_size: int | None = None,
         rope_size: int = 0, rotary_base: float = 10000.0, bias: bool = False,
+        query_latent_size: int | None = None, latent_norm: bool = False,
     ) -> None:
         super().__init__()
         N = check_positive_int("num_hiddens", num_hiddens)
@@ -137,12 +148,21 @@ class MultiHeadLatentAttention(nn.Module):
                              f"0: no RoPE), got {rope_size!r}")
         self.rotary_base = check_real("rotary_base", rotary_base, above=1.0)
         check_bool("bias", bias)
+        d_q = None if query_latent_size is None else check_positive_int(
+            "query_latent_size", query_latent_size)
+        check_bool("latent_norm", latent_norm)
+        self.num_hiddens, self.query_latent_size = N, d_q
         self.num_heads, self.head_size, self.latent_size, self.rope_size = H, d_h, d_c, d_r
         self.W_dkv = nn.Linear(N, d_c, bias=bias)  # down to the latent: all that is cached
+        self.kv_norm = nn.RMSNorm(d_c, eps=1e-6) if latent_norm else None  # on c, before caching
+        # queries: from x (N → …) or from the compressed query c_Q = RMSNorm(W_dq x) (d_q → …)
+        self.W_dq = None if d_q is None else nn.Linear(N, d_q, bias=bias)
+        self.q_norm = None if d_q is None else nn.RMSNorm(d_q, eps=1e-6)
+        q_in = N if d_q is None else d_q
         self.W_uk = nn.Linear(d_c, H * d_h, bias=False)  # up: the keys of every head
         self.W_uv = nn.Linear(d_c, H * d_h, bias=False)  # up: the values of every head
-        self.W_q = nn.Linear(N, H * d_h, bias=bias)
-        self.W_qr = nn.Linear(N, H * d_r, bias=bias) if d_r else None  # RoPE queries, per head
+        self.W_q = nn.Linear(q_in, H * d_h, bias=bias)
+        self.W_qr = nn.Linear(q_in, H * d_r, bias=bias) if d_r else None  # RoPE queries, per head
         self.W_kr = nn.Linear(N, d_r, bias=bias) if d_r else None  # one RoPE key for all heads
         self.W_o = nn.Linear(H * d_h, N, bias=bias)
         self.attention_weights: torch.Tensor | None = None
@@ -157,8 +177,8 @@ class MultiHeadLatentAttention(nn.Module):
     ) -> torch.Tensor:
         check_rank("X", X, 3, "(B, T, N)")
         check_floating("X", X)
-        check_size("feature size of X (N)", self.W_q.in_features, X.shape[-1])
-        check_like("X", X, "the module's parameters", self.W_q.weight)
+        check_size("feature size of X (N)", self.num_hiddens, X.shape[-1])
+        check_like("X", X, "the module's parameters", self.W_dkv.weight)
         check_bool("causal", causal)
         check_bool("absorbed", absorbed)
         check_bool("need_weights", need_weights)
@@ -169,6 +189,8 @@ class MultiHeadLatentAttention(nn.Module):
         start = 0 if cache is None else cache.length  # positions continue after the cache
         K = start + T
         c = self.W_dkv(X)  # (B, T, d_c)
+        if self.kv_norm is not None:
+            c = self.kv_norm(c)  # normalised once, before caching: both paths read this c
         if d_r:  # rotated once, at the keys' own positions, before they are cached
             k_r = apply_rotary(self.W_kr(X), torch.arange(start, K, device=X.device),
                                base=self.rotary_base)  # (B, T, d_r)
@@ -176,9 +198,10 @@ class MultiHeadLatentAttention(nn.Module):
             k_r = X.new_zeros(B, T, 0)  # (B, T, 0)
         if cache is not None:
             c, k_r = cache.append(c, k_r)  # (B, K, d_c), (B, K, d_r): the cached ones first
-        q_c = self.W_q(X).reshape(B, T, H, d_h).transpose(1, 2)  # (B, H, T, d_h)
+        q_in = X if self.W_dq is None else self.q_norm(self.W_dq(X))  # (B, T, N) or (B, T, d_q)
+        q_c = self.W_q(q_in).reshape(B, T, H, d_h).transpose(1, 2)  # (B, H, T, d_h)
         if d_r:
-            q_r = self.W_qr(X).reshape(B, T, H, d_r).transpose(1, 2)  # (B, H, T, d_r)
+            q_r = self.W_qr(q_in).reshape(B, T, H, d_r).transpose(1, 2)  # (B, H, T, d_r)
             q_r = apply_rotary(q_r, torch.arange(K - T, K, device=X.device), base=self.rotary_base)
         else:
             q_r = X.new_zeros(B, H, T, 0)  # (B, H, T, 0)
@@ -288,7 +311,10 @@ def kv_cache_bytes(
 # sliding_window 4096), DeepSeek-V2 (num_hidden_layers 60, num_attention_heads 128, kv_lora_rank
 # 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128) and DeepSeek-V3
 # (num_hidden_layers 61, num_attention_heads 128, kv_lora_rank 512, qk_rope_head_dim 64,
-# qk_nope_head_dim 128, v_head_dim 128). (Not read from huggingface.co itself: the copies agree.)
+# qk_nope_head_dim 128, v_head_dim 128, hidden_size 7168, q_lora_rank 1536, rope_scaling yarn
+# with factor 40, mscale 1.0, mscale_all_dim 1.0, original_max_position_embeddings 4096).
+# DeepSeek-V2's hidden_size 5120 and q_lora_rank 1536 are the paper's d and d_c'.
+# (Not read from huggingface.co itself: the copies agree.)
 MODEL_SHAPES: dict[str, dict] = {
     "Llama-2-7B": dict(
         source="https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json",
@@ -306,9 +332,12 @@ MODEL_SHAPES: dict[str, dict] = {
     "DeepSeek-V2": dict(
         source="https://huggingface.co/deepseek-ai/DeepSeek-V2/blob/main/config.json",
         cache=dict(kind="mla", num_layers=60, num_heads=128, latent_size=512, rope_size=64),
-        qk_nope_head_dim=128, v_head_dim=128),  # d_h of the keys (without RoPE) and values
+        qk_nope_head_dim=128, v_head_dim=128,  # d_h of the keys (without RoPE) and values
+        hidden_size=5120, q_lora_rank=1536),  # N and d_q, the compressed query's size
     "DeepSeek-V3": dict(
         source="https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json",
         cache=dict(kind="mla", num_layers=61, num_heads=128, latent_size=512, rope_size=64),
-        qk_nope_head_dim=128, v_head_dim=128),
+        qk_nope_head_dim=128, v_head_dim=128, hidden_size=7168, q_lora_rank=1536,
+        rope_scaling=dict(type="yarn", factor=40, mscale=1.0, mscale_all_dim=1.0,
+                          original_max_position_embeddings=4096)),  # YaRN: not built here
 }

@@ -100,6 +100,94 @@ def test_layer_shapes_and_no_bias_on_the_up_projections():
     assert plain.W_uk.out_features == 12 and plain.W_dkv.bias is None
 
 
+def rms_by_hand(x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
+    """RMSNorm written out, DeepSeek's eps: x / √(mean(x²) + 1e-6) · g, float64."""
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * gain.double()
+
+
+def make_deepseek(bias: bool = False, seed: int = 0) -> MultiHeadLatentAttention:
+    """DeepSeek-V2/V3's options: compressed queries (d_q = 9) and a normalised latent, the
+    norms' gains moved away from 1 so that a missing gain would show."""
+    torch.manual_seed(seed)
+    m = MultiHeadLatentAttention(N, H, d_c, head_size=d_h, rope_size=d_r, bias=bias,
+                                 query_latent_size=9, latent_norm=True).double().eval()
+    with torch.no_grad():
+        m.q_norm.weight.uniform_(0.5, 1.5)
+        m.kv_norm.weight.uniform_(0.5, 1.5)
+    return m
+
+
+def deepseek_reference(m: MultiHeadLatentAttention, X: torch.Tensor) -> torch.Tensor:
+    """DeepSeek-V2's equations (9)–(19), in Hugging Face's order (DeepseekV3Attention):
+    c_Q = RMSNorm(W_dq x), q_C = W_q c_Q, q_R = RoPE(W_qr c_Q); c_KV = RMSNorm(W_dkv x) (the
+    latent, normalised before the up-projections), k_C = W_uk c_KV, v = W_uv c_KV,
+    k_R = RoPE(W_kr x) from x itself, unnormalised; causal softmax at 1/√(d_h + d_r), W_o."""
+    X = X.double()
+    Bx, Tx, _ = X.shape
+    heads = lambda y, d: y.reshape(Bx, Tx, H, d).transpose(1, 2)  # noqa: E731  (B, H, T, d)
+    c_q = rms_by_hand(linear(m.W_dq, X), m.q_norm.weight)  # (B, T, d_q)
+    c = rms_by_hand(linear(m.W_dkv, X), m.kv_norm.weight)  # (B, T, d_c)
+    pos = torch.arange(Tx)
+    q = torch.cat([heads(linear(m.W_q, c_q), d_h),
+                   rope_by_hand(heads(linear(m.W_qr, c_q), d_r), pos)], dim=-1)  # (B, H, T, d_h + d_r)
+    k_r = rope_by_hand(linear(m.W_kr, X), pos)  # (B, T, d_r)
+    k = torch.cat([heads(c @ m.W_uk.weight.double().T, d_h),
+                   k_r[:, None].expand(Bx, H, Tx, d_r)], dim=-1)
+    v = heads(c @ m.W_uv.weight.double().T, d_h)  # (B, H, T, d_h)
+    mask = torch.tensor([[j <= i for j in range(Tx)] for i in range(Tx)])  # (T, T)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / math.sqrt(d_h + d_r))
+    return linear(m.W_o, out.transpose(1, 2).reshape(Bx, Tx, H * d_h))  # (B, T, N)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_query_compression_and_latent_norm_follow_deepseek(bias):
+    m = make_deepseek(bias)
+    X = torch.randn(B, T, N, dtype=torch.float64)
+    want = deepseek_reference(m, X)
+    for absorbed in (False, True):  # the norm sits before the cache: absorption still holds
+        torch.testing.assert_close(m(X, absorbed=absorbed), want, rtol=0, atol=1e-12)
+        cache, pieces = LatentCache(), []
+        for t0, t1 in [(0, 2), (2, 3), (3, T)]:
+            pieces.append(m(X[:, t0:t1], cache=cache, absorbed=absorbed))
+        torch.testing.assert_close(torch.cat(pieces, dim=1), want, rtol=0, atol=1e-12)
+        # what is cached is the normalised latent, d_c + d_r numbers a token as before
+        torch.testing.assert_close(cache.latents, rms_by_hand(linear(m.W_dkv, X), m.kv_norm.weight),
+                                   rtol=0, atol=1e-12)
+    assert m.kv_numbers_per_token() == d_c + d_r
+    shapes = {name: tuple(p.shape) for name, p in m.named_parameters() if "bias" not in name}
+    assert shapes["W_dq.weight"] == (9, N) and shapes["q_norm.weight"] == (9,)
+    assert shapes["W_q.weight"] == (H * d_h, 9) and shapes["W_qr.weight"] == (H * d_r, 9)
+    assert shapes["kv_norm.weight"] == (d_c,) and shapes["W_kr.weight"] == (d_r, N)
+    assert (m.W_dq.bias is not None) == bias
+    plain = make()  # the defaults: no query compression, no norm, as before
+    assert plain.W_dq is None and plain.q_norm is None and plain.kv_norm is None
+
+
+def test_the_latent_norm_makes_the_output_blind_to_the_latent_scale():
+    """RMSNorm(a·z) = RMSNorm(z) for a > 0, up to eps = 1e-6 against mean(z²) ≈ 0.1 (a relative
+    1e-5): scaling W_dkv changes the output by about that, where without the norm it would
+    change it completely."""
+    m = make_deepseek()
+    X = torch.randn(B, T, N, dtype=torch.float64)
+    before = m(X)
+    with torch.no_grad():
+        m.W_dkv.weight.mul_(1000.0)
+    torch.testing.assert_close(m(X), before, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_deepseek_options_in_low_precision_follow_float64(dtype):
+    m = make_deepseek()
+    X = torch.randn(B, T, N, dtype=torch.float64)
+    want = m(X)
+    low = make_deepseek().to(dtype)
+    tol = {torch.float16: 2e-2, torch.bfloat16: 1e-1, torch.float32: 1e-5}[dtype]
+    for absorbed in (False, True):
+        out = low(X.to(dtype), absorbed=absorbed)
+        assert out.dtype == dtype
+        torch.testing.assert_close(out.double(), want, rtol=tol, atol=tol)
+
+
 # ------------------------------------------------------------------ absorbed == naive
 @pytest.mark.parametrize("rope_size", [d_r, 0])
 @pytest.mark.parametrize("causal", [True, False])
@@ -349,6 +437,9 @@ def test_kv_cache_bytes_refuses_bad_sizes(kwargs, match):
     (dict(num_hiddens=12, num_heads=3, latent_size=7, head_size=0), r"head_size must be a positive int, got 0"),
     (dict(num_hiddens=12, num_heads=3, latent_size=7, rotary_base=1.0), r"rotary_base must be a finite number > 1.0, got 1.0"),
     (dict(num_hiddens=12, num_heads=3, latent_size=7, bias=1), r"bias must be True or False, got 1"),
+    (dict(num_hiddens=12, num_heads=3, latent_size=7, query_latent_size=0), r"query_latent_size must be a positive int, got 0"),
+    (dict(num_hiddens=12, num_heads=3, latent_size=7, query_latent_size=4.0), r"query_latent_size must be a positive int, got 4.0"),
+    (dict(num_hiddens=12, num_heads=3, latent_size=7, latent_norm=None), r"latent_norm must be True or False, got None"),
 ])
 def test_bad_configuration(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -4,7 +4,8 @@ format).
 
 The reference is MLA written out as plain multi-head attention in float64: per head the keys
 [W_uk c ; RoPE(W_kr x)], the queries [W_q x ; RoPE(W_qr x)] (queries at the last positions
-K − Q + i), the values W_uv c, softmax with the lower-right causal mask, then W_o.
+K − Q + i), the values W_uv c, softmax with the lower-right causal mask, then W_o; with
+DeepSeek's options, c = RMSNorm(W_dkv x) and the queries read c_Q = RMSNorm(W_dq x) instead of x.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ def rotate(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tenso
     return torch.cat((a * angles.cos() - b * angles.sin(), a * angles.sin() + b * angles.cos()), dim=-1)
 
 
+def rms(x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
+    """RMSNorm written out (eps 1e-6, DeepSeek's), float64."""
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * gain.double()
+
+
 # ------------------------------------------------------------------------ the reference
 def mla_reference(m: MultiHeadLatentAttention, X_all: torch.Tensor, num_queries: int,
                   causal: bool = True) -> torch.Tensor:
@@ -45,13 +51,16 @@ def mla_reference(m: MultiHeadLatentAttention, X_all: torch.Tensor, num_queries:
     B, K, _ = X_all.shape
     Q, H, d_h, d_r = num_queries, m.num_heads, m.head_size, m.rope_size
     c = linear(m.W_dkv, X_all)  # (B, K, d_c)
+    if m.kv_norm is not None:
+        c = rms(c, m.kv_norm.weight)
     k = (c @ m.W_uk.weight.double().T).reshape(B, K, H, d_h).transpose(1, 2)  # (B, H, K, d_h)
     v = (c @ m.W_uv.weight.double().T).reshape(B, K, H, d_h).transpose(1, 2)
     X = X_all[:, K - Q:]
-    q = linear(m.W_q, X).reshape(B, Q, H, d_h).transpose(1, 2)  # (B, H, Q, d_h)
+    X_q = X if m.W_dq is None else rms(linear(m.W_dq, X), m.q_norm.weight)  # (B, Q, N or d_q)
+    q = linear(m.W_q, X_q).reshape(B, Q, H, d_h).transpose(1, 2)  # (B, H, Q, d_h)
     if d_r:
         k_r = rotate(linear(m.W_kr, X_all), torch.arange(K), m.rotary_base)  # (B, K, d_r)
-        q_r = rotate(linear(m.W_qr, X).reshape(B, Q, H, d_r).transpose(1, 2), torch.arange(K - Q, K),
+        q_r = rotate(linear(m.W_qr, X_q).reshape(B, Q, H, d_r).transpose(1, 2), torch.arange(K - Q, K),
                      m.rotary_base)  # (B, H, Q, d_r)
         k = torch.cat([k, k_r[:, None].expand(B, H, K, d_r)], dim=-1)
         q = torch.cat([q, q_r], dim=-1)
@@ -66,6 +75,9 @@ def mla_reference(m: MultiHeadLatentAttention, X_all: torch.Tensor, num_queries:
 # ----------------------------------------------------------------------- the modules
 MLA = seeded(lambda: MultiHeadLatentAttention(12, 3, 7, head_size=5, rope_size=4, rotary_base=100.0))
 MLA_PLAIN = seeded(lambda: MultiHeadLatentAttention(12, 3, 7, head_size=5, bias=True))  # no RoPE
+MLA_DEEPSEEK = seeded(lambda: MultiHeadLatentAttention(  # compressed queries, normalised latent
+    12, 3, 7, head_size=5, rope_size=4, rotary_base=100.0, bias=True, query_latent_size=6,
+    latent_norm=True))
 
 
 def filled_cache(B=2, T_=3, d_c=7, d_r=4, dtype=torch.float32) -> LatentCache:
@@ -155,10 +167,11 @@ SPECS: list[Spec] = [
     # ---------------------------------------------------------------- MultiHeadLatentAttention
     Spec("helpers.latent_attention.MultiHeadLatentAttention", call=MultiHeadLatentAttention,
          good=lambda: dict(num_hiddens=12, num_heads=3, latent_size=7, head_size=None, rope_size=4,
-                           rotary_base=10000.0, bias=False),
+                           rotary_base=10000.0, bias=False, query_latent_size=None,
+                           latent_norm=False),
          rules={"num_hiddens": "size", "num_heads": "size", "latent_size": "size",
                 "head_size": "size or None", "rope_size": Int(lo=0), "rotary_base": "above one",
-                "bias": "flag"},
+                "bias": "flag", "query_latent_size": "size or None", "latent_norm": "flag"},
          valid=lambda kw: kw["rope_size"] % 2 == 0 and (
              kw["head_size"] is not None or kw["num_hiddens"] >= kw["num_heads"]),
          check=lambda m, kw: isinstance(m, MultiHeadLatentAttention)
@@ -168,13 +181,20 @@ SPECS: list[Spec] = [
          and m.W_o.out_features == kw["num_hiddens"] and m.W_uk.bias is None and m.W_uv.bias is None
          and (m.W_q.bias is not None) == bool(kw["bias"])
          and (m.W_kr is None if kw["rope_size"] == 0 else m.W_kr.out_features == kw["rope_size"])
-         and m.kv_numbers_per_token() == kw["latent_size"] + kw["rope_size"],
+         and m.kv_numbers_per_token() == kw["latent_size"] + kw["rope_size"]
+         and (m.W_dq is None if kw["query_latent_size"] is None
+              else m.W_dq.out_features == m.W_q.in_features == kw["query_latent_size"])
+         and (m.kv_norm is not None) == bool(kw["latent_norm"]),
          bad=[Case("rope_size-3", lambda kw: kw.update(rope_size=3), r"rope_size must"),
               Case("heads-more-than-hiddens", lambda kw: kw.update(num_hiddens=2), r"num_hiddens must")],
          edge=[Case("head_size-given", lambda kw: kw.update(num_hiddens=2, head_size=5),
                     lambda m, kw: m.head_size == 5 and m.W_q.out_features == 15),
                Case("no-rope", lambda kw: kw.update(rope_size=0, bias=True),
-                    lambda m, kw: m.W_qr is None and m.W_kr is None and m.W_dkv.bias is not None)]),
+                    lambda m, kw: m.W_qr is None and m.W_kr is None and m.W_dkv.bias is not None),
+               Case("deepseek-options", lambda kw: kw.update(query_latent_size=5, latent_norm=True, bias=True),
+                    lambda m, kw: m.W_dq.out_features == 5 and m.q_norm.weight.shape == (5,)
+                    and m.W_qr.in_features == 5 and m.kv_norm.weight.shape == (7,)
+                    and m.W_dq.bias is not None and m.kv_numbers_per_token() == 11)]),
     Spec("helpers.latent_attention.MultiHeadLatentAttention.forward",
          call=lambda module=MLA, **kw: module(**kw), good=FORWARD_KW,
          rules={"X": T(rank=3), "causal": "flag", "cache": is_latent_cache, "absorbed": "flag",
@@ -202,6 +222,13 @@ SPECS: list[Spec] = [
          + [Case(f"no-rope-bias-{'absorbed' if absorbed else 'naive'}",
                  lambda kw, a=absorbed: kw.update(module=MLA_PLAIN, absorbed=a),
                  forward_check(MLA_PLAIN)) for absorbed in (False, True)]
+         + [Case(f"deepseek-options-{'absorbed' if absorbed else 'naive'}",
+                 lambda kw, a=absorbed: kw.update(module=MLA_DEEPSEEK, absorbed=a),
+                 forward_check(MLA_DEEPSEEK)) for absorbed in (False, True)]
+         + [Case("deepseek-options-cache-continues",
+                 lambda kw: kw.update(module=MLA_DEEPSEEK, cache=prefilled(MLA_DEEPSEEK, rand(2, 5, 12)[:, :3]),
+                                      X=rand(2, 5, 12)[:, 3:], absorbed=True),
+                 lambda out, kw: close(out, mla_reference(MLA_DEEPSEEK, rand(2, 5, 12), 2)))]
          + [Case("T-0", lambda kw: kw.update(X=rand(2, 0, 12)), lambda out, kw: out.shape == (2, 0, 12)),
             Case("T-0-absorbed-sdpa", lambda kw: kw.update(X=rand(2, 0, 12), absorbed=True, need_weights=False),
                  lambda out, kw: out.shape == (2, 0, 12)),
