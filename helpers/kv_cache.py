@@ -21,7 +21,8 @@ ROPE_POSITIONS = ("original", "cache")  # where a RoPE layer places the cached k
 
 
 class KVCache:
-    """The keys and values one attention layer has seen so far, (B, H, T, N/H) each.
+    """The keys and values one attention layer has seen so far, (B, H, T, N/H) each (H: the
+    layer's key-value heads, G of them with grouped-query attention, shared by H/G query heads).
 
     ``append(keys, values)`` adds the new tokens' keys and values (B, H, T_new, N/H) and
     returns the held ones followed by the new ones; ``length`` is T. Keys and values must agree
@@ -162,7 +163,7 @@ class KVCache:
     def mask(self, num_queries: int) -> torch.Tensor:
         """(Q, n) boolean, ``True`` = takes part: which keys the last append returned each of
         its last Q = ``num_queries`` tokens, as queries, may see (see the class docstring)."""
-        num_queries = check_positive_int("num_queries", num_queries)
+        num_queries = check_int("num_queries", num_queries, 0)  # 0: an empty chunk, (0, n)
         if self._before is None:
             raise ValueError(f"num_queries must count tokens of the last append, got "
                              f"{num_queries} before any append (append first)")

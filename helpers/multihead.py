@@ -1,8 +1,11 @@
 """Multi-head attention (多头注意力): H scaled dot-product heads side by side, with optional
 positions: RoPE on the queries and keys, or a bias on the scores (ALiBi, T5's relative bias);
-optionally a sliding window (滑动窗口注意力) and a learnt attention sink (注意力汇点) per head.
+optionally a sliding window (滑动窗口注意力), a learnt attention sink (注意力汇点) per head,
+fewer key-value heads than query heads (grouped-query attention, 分组查询注意力) and a sigmoid
+gate on every head's output (gated attention, 门控注意力).
 
-Legend: B batch, Q queries, K key-value pairs, N num_hiddens, H heads, N/H size of one head.
+Legend: B batch, Q queries, K key-value pairs, N num_hiddens, H heads, N/H size of one head,
+G key-value heads (G divides H).
 Mask convention: ``valid_lens`` (B,) or (B, Q) keeps the first ``n`` keys (the opposite of
 ``nn.MultiheadAttention``'s ``key_padding_mask``, where ``True`` means *ignore*); ``causal``
 and ``window`` hide keys as ``causal_mask`` does (its ``True`` = takes part).
@@ -98,7 +101,7 @@ class MultiHeadAttention(nn.Module):
     (the default) the weights of the last call are kept in ``attention_weights`` (B, H, Q, K);
     with ``need_weights=False`` it calls ``F.scaled_dot_product_attention`` (fused on a GPU)
     and ``attention_weights`` is None. Keys and values past every query's valid length change
-    nothing, even holding NaN or inf. With copied weights it equals
+    nothing, even holding NaN or inf. With copied weights (and G = H, no gate) it equals
     ``nn.MultiheadAttention(num_hiddens, H, kdim=key_size, vdim=value_size, batch_first=True)``.
 
     ``causal=True``: a key takes part only if it is within the valid length **and** not in the
@@ -127,6 +130,21 @@ class MultiHeadAttention(nn.Module):
     is computed through the weights (with ``need_weights=False`` too, which keeps no weights):
     SDPA has no such logit.
 
+    ``num_kv_heads=G`` (None: G = H) is grouped-query attention (GQA, Ainslie et al. 2023,
+    https://arxiv.org/abs/2305.13245): ``W_k`` and ``W_v`` project to G·(N/H) features only, G
+    key-value heads, and query head h reads key-value head h // (H/G), so each group of H/G
+    consecutive query heads shares one key and one value head (``F.scaled_dot_product_attention
+    (..., enable_gqa=True)``'s grouping). G = H is multi-head attention, G = 1 multi-query
+    attention (MQA, Shazeer 2019). A ``cache`` then holds G heads, (B, G, T, N/H): H/G times
+    fewer numbers. ``attention_weights`` stays (B, H, Q, K), one row per query head.
+
+    ``gate=True`` is gated attention (Qiu et al. 2025, https://arxiv.org/abs/2505.06708, as in
+    Qwen3-Next): the heads' concatenated output (B, Q, N), before ``W_o``, is multiplied
+    elementwise by sigmoid(``W_g`` queries), ``W_g`` an ``nn.Linear(query_size, N)``: one gate
+    per output feature of every head, computed from the query's own input (the paper's best
+    variant, elementwise and head-specific, after the attention output). A gate near 0 lets a
+    head output nearly nothing without parking its weight anywhere.
+
     Positions, with or without ``causal``: the K keys (cached ones first) sit at 0, …, K − 1,
     and the Q queries are the *last* Q positions, query i at K − Q + i (lower-right, as
     ``causal_mask`` places them). So ``forward(X[:, s:], X, X)`` gives the last rows of
@@ -138,7 +156,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = False, query_size: int | None = None, key_size: int | None = None,
         value_size: int | None = None, rotary: bool = False, rotary_base: float = 10000.0,
         rotary_scale: float = 1.0, position_bias: str | None = None, window: int | None = None,
-        sink: bool = False,
+        sink: bool = False, num_kv_heads: int | None = None, gate: bool = False,
     ) -> None:
         super().__init__()
         if misplaced:  # `*misplaced` instead of a bare `*`: a ValueError that says what to write
@@ -160,6 +178,13 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"rotary needs an even head size: num_hiddens/num_heads must be even, "
                              f"got {num_hiddens}/{num_heads} = {num_hiddens // num_heads}")
         self.num_heads = num_heads
+        self.num_kv_heads = num_heads if num_kv_heads is None else check_positive_int(
+            "num_kv_heads", num_kv_heads)
+        if num_heads % self.num_kv_heads:
+            raise ValueError(f"num_kv_heads must divide num_heads={num_heads} (each group of query "
+                             f"heads shares one key-value head), got num_kv_heads={num_kv_heads}")
+        check_bool("gate", gate)
+        self.gate = bool(gate)
         self.dropout = check_probability("dropout", dropout)
         self.rotary = rotary
         self.rotary_base = check_real("rotary_base", rotary_base, above=1.0)
@@ -180,9 +205,11 @@ class MultiHeadAttention(nn.Module):
             self.relative_bias = nn.Embedding(T5_BUCKETS, num_heads)
             nn.init.zeros_(self.relative_bias.weight)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
-        self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
+        kv_hiddens = self.num_kv_heads * (num_hiddens // num_heads)  # G·(N/H)
+        self.W_k = nn.Linear(key_size, kv_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size, kv_hiddens, bias=bias)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_g = nn.Linear(query_size, num_hiddens, bias=bias) if gate else None  # the gate
         self.attention_weights: torch.Tensor | None = None
 
     def forward(
@@ -222,7 +249,7 @@ class MultiHeadAttention(nn.Module):
             valid_lens, B, Q, K, queries.device, causal=causal and not is_causal,
             window=self.window if banded else None)
         q_all = self.W_q(queries)  # (B, Q, N)
-        k_new, v_new = self.W_k(keys), self.W_v(values)  # (B, K_new, N): new tensors, ours
+        k_new, v_new = self.W_k(keys), self.W_v(values)  # (B, K_new, G·N/H): new tensors, ours
         clean = cache is None or (valid_lens is None and not banded)  # (the causal mask alone
         # hides no key from every query; lengths and a window may)
         if cache is None and (valid_lens is not None or banded):  # keys no query may see
@@ -230,8 +257,8 @@ class MultiHeadAttention(nn.Module):
             k_new.masked_fill_(unseen, 0.0)
             v_new.masked_fill_(unseen, 0.0)
         q = transpose_qkv(q_all, self.num_heads)  # (B, H, Q, N/H)
-        k = transpose_qkv(k_new, self.num_heads)  # (B, H, K_new, N/H)
-        v = transpose_qkv(v_new, self.num_heads)  # (B, H, K_new, N/H)
+        k = transpose_qkv(k_new, self.num_kv_heads)  # (B, G, K_new, N/H)
+        v = transpose_qkv(v_new, self.num_kv_heads)  # (B, G, K_new, N/H)
         in_cache = self.rotary and cache is not None and cache.rope_positions == "cache"
         if self.rotary and not in_cache:  # keys at start, …, K − 1; query i at K − Q + i
             q = apply_rotary(q, torch.arange(K - Q, K, device=q.device), base=self.rotary_base,
@@ -239,13 +266,16 @@ class MultiHeadAttention(nn.Module):
             k = apply_rotary(k, torch.arange(start, K, device=k.device), base=self.rotary_base,
                              scale=self.rotary_scale)
         if cache is not None:
-            k, v = cache.append(k, v)  # (B, H, K, N/H): the cached keys, then the new ones
+            k, v = cache.append(k, v)  # (B, G, K, N/H): the cached keys, then the new ones
         if in_cache:  # StreamingLLM: positions in the cache, 0 … n − 1, keys rotated only now
             n = k.shape[-2]
             q = apply_rotary(q, torch.arange(n - Q, n, device=q.device), base=self.rotary_base,
                              scale=self.rotary_scale)
             k = apply_rotary(k, torch.arange(n, device=k.device), base=self.rotary_base,
                              scale=self.rotary_scale)
+        if self.num_kv_heads != self.num_heads:  # query head h reads key-value head h // (H/G)
+            k, v = (t.repeat_interleave(self.num_heads // self.num_kv_heads, dim=1)
+                    for t in (k, v))  # (B, H, K, N/H): new tensors
         if policy:  # what the cache keeps visible, and the layer's own window on the positions
             visible = cache.mask(Q)  # (Q, n), True = takes part
             if self.window is not None:
@@ -265,7 +295,10 @@ class MultiHeadAttention(nn.Module):
             out, self.attention_weights = attend(
                 q, k, v, hidden, empty, dropout_p=p, need_weights=need_weights,
                 is_causal=is_causal, clean=clean, bias=bias)  # (B, H, Q, N/H)
-        return self.W_o(transpose_output(out))  # (B, Q, N)
+        out = transpose_output(out)  # (B, Q, N): the heads side by side
+        if self.gate:  # one sigmoid gate per output feature, from the query's own input
+            out = out * torch.sigmoid(self.W_g(queries))  # (B, Q, N)
+        return self.W_o(out)  # (B, Q, N)
 
     def _check_policy_cache(self, cache: KVCache, valid_lens: ValidLens, causal: bool,
                             num_queries: int, num_new: int) -> None:
@@ -305,14 +338,13 @@ class MultiHeadAttention(nn.Module):
         """What ``position_bias`` adds to the scores, (H, Q, K), in the parameters' dtype (at
         least float32): query i at position m = K − Q + i, key j at n = j, as ``forward`` places
         them. Entries with n > m (hidden by the causal mask) hold the formula's value at m − n
-        (ALiBi) or bucket 0 (T5)."""
+        (ALiBi) or bucket 0 (T5). With Q > K the first Q − K queries sit at negative positions:
+        the causal mask hides every key from them, so ``forward`` gives them zeros, as without
+        a bias."""
         if self.position_bias is None:
             raise ValueError("position_bias must be 'alibi' or 't5' for score_bias, got None")
         Q = check_int("num_queries", num_queries, 0)
         K = check_int("num_keys", num_keys, 0)
-        if Q > K:
-            raise ValueError(f"num_queries must be at most num_keys (queries are the last "
-                             f"positions), got {Q} > {K}")
         weight = self.W_q.weight
         dtype = torch.promote_types(weight.dtype, torch.float32)
         m = torch.arange(K - Q, K, device=weight.device)  # (Q,): the queries' positions

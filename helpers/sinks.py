@@ -28,7 +28,8 @@ def sink_softmax(
     broadcasting to (..., Q, K), ``True`` = takes part. Returns new weights (..., Q, K) in
     scores' dtype: a row sums to 1 − exp(sink)/denominator < 1 (the rest goes to nothing),
     masked entries are exactly 0, and a row with no visible key is all zeros, with finite
-    gradients. sink = −inf gives the plain masked softmax. Stable: the row's largest visible
+    gradients. sink = −inf gives the plain masked softmax. A NaN in a visible score of a row, or
+    a NaN sink for it, makes that whole row NaN (a NaN hidden by ``mask`` changes nothing). Stable: the row's largest visible
     score or the sink, whichever is larger, is subtracted before ``exp``. float16 / bfloat16
     are computed in float32. The inputs are never modified.
     """
@@ -57,8 +58,9 @@ def sink_softmax(
         check_mask("mask", mask, scores.shape, "scores' shape (..., Q, K)", scores.device)
         s = s.masked_fill(~mask, -torch.inf)  # new tensor; exp(−inf − m) = 0 exactly
     m = torch.cat([s, b], dim=-1).amax(dim=-1, keepdim=True).detach()  # (..., Q, 1): the shift
-    m = torch.where(torch.isfinite(m), m, 0.0)  # nothing visible and sink −inf: no shift
+    m = torch.where(torch.isinf(m), 0.0, m)  # nothing visible and sink −inf: no shift (a NaN
+    # visible score or sink stays NaN, so that the whole row is NaN)
     e = torch.exp(s - m)  # (..., Q, K)
     total = e.sum(dim=-1, keepdim=True) + torch.exp(b - m)  # (..., Q, 1): the denominator
-    weights = e / torch.where(total > 0, total, 1.0)  # a row of zeros stays zeros, not NaN
+    weights = e / torch.where(total == 0, 1.0, total)  # a row of zeros stays zeros, not NaN
     return weights.to(scores.dtype)  # (..., Q, K)

@@ -157,20 +157,25 @@ class TinyDecoder(nn.Module):
     X + attention(LayerNorm(X)) (+ a GELU feed-forward with ``ffn``), LayerNorm, Linear to
     ``num_outputs`` (default vocab_size). No position embedding: RoPE inside attention.
 
-    Attention: ``MultiHeadAttention(N, H, bias=True, rotary=True, window=window, sink=sink)``,
-    its ``sink_logits`` (H,) filled with ``sink_init``; or, with ``latent_size`` = d_c,
+    Attention: ``MultiHeadAttention(N, H, bias=True, rotary=True, window=window, sink=sink,
+    num_kv_heads=num_kv_heads, gate=gate)`` (G = ``num_kv_heads`` key-value heads, None: H;
+    ``gate``: a sigmoid gate on every head's output), its ``sink_logits`` (H,) filled with
+    ``sink_init``; or, with ``latent_size`` = d_c,
     ``MultiHeadLatentAttention(N, H, d_c, rope_size=d_r, bias=True)`` (d_r = ``rope_size``,
-    4 when None; window and sink are refused with MLA). ``forward(tokens (B, T) long, *,
+    4 when None; window, sink, num_kv_heads and gate are refused with MLA). ``forward(tokens (B, T) long, *,
     cache=None)`` → logits (B, T, num_outputs); ``attention_weights``: the (B, H, T, K) weights
     of each layer's last call. ``cache``: ``new_cache(...)``'s list, one per layer.
-    On the bigram-backcopy task ``sink=True, sink_init=3.0`` is enough for the sink to take the
-    idle heads' weight (no larger learning rate for it): a window cache then loses nothing.
+    On the bigram-backcopy task (notebook 11, 150 steps, three seeds) ``sink=True,
+    sink_init=3.0`` lets the idle heads give their weight to nobody (no larger learning rate for
+    the logit): evicting the first token then costs at most 0.01 in loss. Started at 0 the
+    logits barely move in those steps, and a head may still park its weight on the first token.
     """
 
     def __init__(self, vocab_size: int, num_hiddens: int, num_heads: int, num_layers: int, *,
                  num_outputs: int | None = None, window: int | None = None, sink: bool = False,
                  sink_init: float = 0.0, latent_size: int | None = None,
-                 rope_size: int | None = None, ffn: bool = False) -> None:
+                 rope_size: int | None = None, ffn: bool = False, num_kv_heads: int | None = None,
+                 gate: bool = False) -> None:
         super().__init__()
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
         N = check_positive_int("num_hiddens", num_hiddens)
@@ -180,6 +185,7 @@ class TinyDecoder(nn.Module):
             "num_outputs", num_outputs)
         check_bool("sink", sink)
         check_bool("ffn", ffn)
+        check_bool("gate", gate)
         sink_init = check_real("sink_init", sink_init)
         if sink_init != 0.0 and not sink:
             raise ValueError(f"sink_init must be 0.0 without sink (it starts the sink logits), "
@@ -191,17 +197,23 @@ class TinyDecoder(nn.Module):
             if N % H or (N // H) % 2:
                 raise ValueError(f"num_hiddens must be divisible by num_heads into an even head "
                                  f"size (RoPE), got num_hiddens={N}, num_heads={H}")
+            if num_kv_heads is not None:
+                G = check_positive_int("num_kv_heads", num_kv_heads)
+                if H % G:
+                    raise ValueError(f"num_kv_heads must divide num_heads={H}, got {num_kv_heads}")
             make = lambda: MultiHeadAttention(N, H, bias=True, rotary=True,  # noqa: E731
-                                              window=window, sink=sink)
+                                              window=window, sink=sink,
+                                              num_kv_heads=num_kv_heads, gate=gate)
         else:
             d_c = check_positive_int("latent_size", latent_size)
             d_r = 4 if rope_size is None else check_int("rope_size", rope_size, 0)
             if d_r % 2:
                 raise ValueError(f"rope_size must be an even int >= 0 or None, got {rope_size!r}")
-            if window is not None or sink:
-                raise ValueError(f"latent_size must be None with window or sink (MLA here has "
-                                 f"neither), got latent_size={latent_size!r} with "
-                                 f"window={window!r}, sink={sink!r}")
+            if window is not None or sink or num_kv_heads is not None or gate:
+                raise ValueError(f"latent_size must be None with window, sink, num_kv_heads or "
+                                 f"gate (MLA here has none of them), got latent_size="
+                                 f"{latent_size!r} with window={window!r}, sink={sink!r}, "
+                                 f"num_kv_heads={num_kv_heads!r}, gate={gate!r}")
             if N < H:
                 raise ValueError(f"num_hiddens must be at least num_heads, got num_hiddens={N}, "
                                  f"num_heads={H}")
@@ -255,8 +267,8 @@ class TinyDecoder(nn.Module):
                 for _ in self.blocks]
 
     def kv_numbers_per_token(self) -> int:
-        """Numbers one token adds to each layer's cache: 2·N (keys and values) for MHA,
-        d_c + d_r for MLA."""
+        """Numbers one token adds to each layer's cache: 2·G·(N/H) (keys and values of the G
+        key-value heads; 2·N when G = H) for MHA and GQA, d_c + d_r for MLA."""
         attention = self.blocks[0].attention
         if self.latent:
             return attention.kv_numbers_per_token()
@@ -425,7 +437,8 @@ def accuracy_by_offset(model: TinyDecoder, tokens: torch.Tensor,
                        targets: torch.Tensor) -> torch.Tensor:
     """(O,) float64: for each offset o, the fraction of the targets[:, :, o − 1] that are not
     ``IGNORE`` which the model's argmax names (logits (B, T, O·V) read as (B, T, O, V)); eval
-    mode, no gradients."""
+    mode, no gradients. An offset with no target (every entry IGNORE, e.g. o ≥ T) gives NaN,
+    0 / 0, as ``position_loss`` does for a position: not 0, which would read as "always wrong"."""
     model = _check_model(model)
     _check_tokens(tokens, model.vocab_size)
     if not isinstance(targets, torch.Tensor) or targets.dim() != 3:

@@ -330,8 +330,9 @@ def test_the_policy_is_keyword_only_and_mask_checks_num_queries():
         cache.mask(1)
     cache.append(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
     cache.append(torch.zeros(1, 2, 2, 4), torch.zeros(1, 2, 2, 4))
-    for bad, match in ((0, r"num_queries must be a positive int, got 0"),
-                       (True, r"num_queries must be a positive int, got True"),
+    assert cache.mask(0).shape == (0, 4)  # an empty chunk: no query row
+    for bad, match in ((-1, r"num_queries must be an int >= 0, got -1"),
+                       (True, r"num_queries must be an int >= 0, got True"),
                        (3, r"num_queries must be at most the number of tokens the last append added \(2\), got 3")):
         with pytest.raises(ValueError, match=match):
             cache.mask(bad)

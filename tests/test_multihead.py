@@ -165,7 +165,7 @@ def test_sizes_are_keyword_only_and_d2l_order_is_explained():
     assert [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == ["num_hiddens", "num_heads"]
     assert {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY} == {
         "dropout", "bias", "query_size", "key_size", "value_size", "rotary", "rotary_base",
-        "rotary_scale", "position_bias", "window", "sink"}
+        "rotary_scale", "position_bias", "window", "sink", "num_kv_heads", "gate"}
     # d2l-zh: MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout)
     with pytest.raises(ValueError, match=r"keyword-only.*d2l-zh's order.*write MultiHeadAttention"
                                          r"\(16, 4, dropout=0.5, query_size=12, key_size=10, value_size=14\)"):
@@ -412,8 +412,8 @@ def test_score_bias_is_the_formula(kind):
         got = mha.score_bias(Q, K)
         assert got.shape == (2, Q, K) and got.dtype == torch.float32
         torch.testing.assert_close(got.double(), bias_by_hand(mha, Q, K))
-    with pytest.raises(ValueError, match=r"num_queries must be at most num_keys .* got 4 > 3"):
-        mha.score_bias(4, 3)
+    got = mha.score_bias(4, 3)  # Q > K: the first query sits at position −1
+    torch.testing.assert_close(got.double(), bias_by_hand(mha, 4, 3))
     with pytest.raises(ValueError, match=r"position_bias must be 'alibi' or 't5' for score_bias, got None"):
         MultiHeadAttention(8, 2).score_bias(2, 2)
 
@@ -719,3 +719,171 @@ def test_window_and_sink_every_dtype_close_to_float64(device, dtype, lens):
         tol = dict(rtol=2e-2, atol=2e-2) if dtype in (torch.float16, torch.bfloat16) else TOL[dtype]
         torch.testing.assert_close(out.cpu().double(), expected, **tol)
     assert all(torch.equal(a, b) for a, b in zip(inputs, copies))
+
+
+# ---------------------------------------------------------------- more queries than keys, with a bias
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_position_bias_with_more_queries_than_keys_gives_zeros_before_position_0(kind, need_weights):
+    """Query i sits at K − Q + i "for the causal mask, RoPE and the biases alike": with Q > K the
+    first Q − K queries see no key (zeros from the heads, as without a bias) and the others are
+    the rows of the full causal pass. (It raised score_bias's refusal before.)"""
+    mha = biased_module(kind).double()
+    X = torch.randn(2, 5, 8, dtype=torch.float64)
+    out = mha(X, X[:, :3], X[:, :3], causal=True, need_weights=need_weights)  # Q = 5 > K = 3
+    zero = mha.W_o(torch.zeros(8, dtype=torch.float64))  # the heads give 0, then W_o's bias
+    torch.testing.assert_close(out[:, :2], zero.expand(2, 2, 8))  # queries at −2, −1
+    expected = mha(X[:, 2:], X[:, :3], X[:, :3], causal=True)  # queries at 0, 1, 2
+    torch.testing.assert_close(out[:, 2:], expected)
+    plain = MultiHeadAttention(8, 2, bias=True).double()  # without a bias: the same zeros
+    plain.load_state_dict({k: v for k, v in mha.state_dict().items() if k != "relative_bias.weight"})
+    assert torch.equal(plain(X, X[:, :3], X[:, :3], causal=True)[:, :2], zero.expand(2, 2, 8))
+
+
+# ---------------------------------------------------------------- an evicting cache and an empty chunk
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_an_empty_chunk_through_an_evicting_cache_gives_b_0_n(need_weights):
+    """Q = 0 with a cache that evicts returns (B, 0, N) as with a plain cache, and changes nothing
+    (it raised "num_queries must be a positive int, got 0", a parameter no caller passed)."""
+    from helpers import KVCache
+
+    torch.manual_seed(5)
+    mha = MultiHeadAttention(8, 2, rotary=True).double().eval()
+    X = torch.randn(2, 5, 8, dtype=torch.float64)
+    for cache in (KVCache(), KVCache(window=2), KVCache(window=2, sinks=1)):
+        mha(X[:, :3], X[:, :3], X[:, :3], causal=True, cache=cache)
+        held, seen = cache.keys.clone(), cache.seen
+        out = mha(X[:, :0], X[:, :0], X[:, :0], causal=True, cache=cache, need_weights=need_weights)
+        assert out.shape == (2, 0, 8)
+        assert cache.seen == seen and torch.equal(cache.keys, held)
+
+
+# ---------------------------------------------------------------- grouped-query attention
+def gqa_as_mha(gqa: MultiHeadAttention) -> MultiHeadAttention:
+    """The H-head module whose key and value projections repeat each of the G heads' rows H/G
+    times (query head h reads key-value head h // (H/G)), every other weight copied."""
+    H, G = gqa.num_heads, gqa.num_kv_heads
+    d = gqa.W_q.out_features // H
+    kwargs = dict(bias=gqa.W_q.bias is not None, query_size=gqa.W_q.in_features,
+                  key_size=gqa.W_k.in_features, value_size=gqa.W_v.in_features, rotary=gqa.rotary,
+                  position_bias=gqa.position_bias, window=gqa.window, sink=gqa.sink, gate=gqa.gate)
+    mha = MultiHeadAttention(gqa.W_q.out_features, H, **kwargs).to(gqa.W_q.weight.dtype).eval()
+    state = dict(gqa.state_dict())
+    for name in ("W_k", "W_v"):
+        for part in ("weight", "bias"):
+            key = f"{name}.{part}"
+            if key in state:
+                t = state[key]
+                state[key] = t.reshape(G, d, *t.shape[1:]).repeat_interleave(H // G, dim=0).reshape(
+                    H * d, *t.shape[1:])
+    mha.load_state_dict(state)
+    return mha
+
+
+def gqa_module(G: int, seed: int = 21, **kwargs) -> MultiHeadAttention:
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(12, 6, num_kv_heads=G, bias=True, **kwargs).double().eval()
+    with torch.no_grad():
+        for name, p in mha.named_parameters():
+            if name in ("relative_bias.weight", "sink_logits"):
+                p.normal_()
+    return mha
+
+
+@pytest.mark.parametrize("G", [1, 2, 3, 6])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gqa_equals_sdpa_enable_gqa(G, causal):
+    """Written out with PyTorch's own grouping: F.scaled_dot_product_attention(..., enable_gqa=True)
+    on the projected queries (H heads) and keys and values (G heads), then W_o."""
+    mha = gqa_module(G)
+    q_in, kv_in = torch.randn(2, 4, 12, dtype=torch.float64), torch.randn(2, 6, 12, dtype=torch.float64)
+    q = transpose_qkv(mha.W_q(q_in), 6)  # (B, H, Q, 2)
+    k = transpose_qkv(mha.W_k(kv_in), G)  # (B, G, K, 2)
+    v = transpose_qkv(mha.W_v(kv_in), G)
+    assert k.shape == (2, G, 6, 2)
+    mask = torch.ones(4, 6, dtype=torch.bool).tril(diagonal=2) if causal else None  # lower-right
+    expected = mha.W_o(transpose_output(F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                                       enable_gqa=True)))
+    for need_weights in (True, False):
+        torch.testing.assert_close(mha(q_in, kv_in, kv_in, causal=causal, need_weights=need_weights),
+                                   expected)
+    assert mha.attention_weights is None or mha.attention_weights.shape == (2, 6, 4, 6)
+
+
+@pytest.mark.parametrize("G", [1, 2, 6])
+@pytest.mark.parametrize("config", [dict(), dict(rotary=True), dict(rotary=True, sink=True),
+                                    dict(rotary=True, window=3), dict(sink=True, window=2),
+                                    dict(position_bias="alibi"), dict(position_bias="t5"),
+                                    dict(rotary=True, gate=True)], ids=str)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_gqa_equals_mha_with_repeated_key_value_heads_with_and_without_a_cache(G, config, need_weights):
+    """The H-head module whose W_k and W_v repeat each group's rows (repeat_interleave written
+    out) gives the same outputs and weights, in one pass and token by token through a KVCache,
+    which then holds G heads only."""
+    from helpers import KVCache
+
+    gqa = gqa_module(G, **config)
+    mha = gqa_as_mha(gqa)
+    X = torch.randn(2, 7, 12, dtype=torch.float64)
+    expected = mha(X, X, X, causal=True)
+    torch.testing.assert_close(gqa(X, X, X, causal=True), expected)
+    torch.testing.assert_close(gqa.attention_weights, mha.attention_weights)
+    cache = KVCache()
+    parts = [gqa(X[:, :3], X[:, :3], X[:, :3], causal=True, cache=cache, need_weights=need_weights)]
+    parts += [gqa(X[:, t:t + 1], X[:, t:t + 1], X[:, t:t + 1], causal=True, cache=cache,
+                  need_weights=need_weights) for t in range(3, 7)]
+    torch.testing.assert_close(torch.cat(parts, dim=1), expected)
+    assert cache.keys.shape == (2, G, 7, 2) and cache.values.shape == (2, G, 7, 2)
+
+
+@pytest.mark.parametrize("G", [1, 3])
+@pytest.mark.parametrize("sinks", [0, 1])
+def test_gqa_through_an_evicting_cache_equals_mha_through_one(G, sinks):
+    from helpers import KVCache
+
+    gqa = gqa_module(G, rotary=True, sink=True)
+    mha = gqa_as_mha(gqa)
+    X = torch.randn(2, 8, 12, dtype=torch.float64)
+    outs = []
+    for m in (gqa, mha):
+        cache = KVCache(window=3, sinks=sinks)
+        outs.append(torch.cat([m(X[:, t:t + 1], X[:, t:t + 1], X[:, t:t + 1], causal=True, cache=cache)
+                               for t in range(8)], dim=1))
+        assert cache.keys.shape[1] == m.num_kv_heads and cache.length == sinks + 2
+    torch.testing.assert_close(outs[0], outs[1])
+
+
+def test_gqa_sizes_and_refusals():
+    mha = MultiHeadAttention(12, 6, num_kv_heads=2, key_size=5)
+    assert (mha.num_kv_heads, mha.W_k.out_features, mha.W_v.out_features, mha.W_q.out_features) == (2, 4, 4, 12)
+    assert MultiHeadAttention(12, 6).num_kv_heads == 6
+    with pytest.raises(ValueError, match=r"^num_kv_heads must divide num_heads=6 .*got num_kv_heads=4"):
+        MultiHeadAttention(12, 6, num_kv_heads=4)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match=r"^num_kv_heads must be a positive int, got"):
+            MultiHeadAttention(12, 6, num_kv_heads=bad)
+    with pytest.raises(ValueError, match=r"^gate must be True or False, got 1"):
+        MultiHeadAttention(12, 6, gate=1)
+
+
+# ---------------------------------------------------------------- gated attention
+@pytest.mark.parametrize("config", [dict(), dict(rotary=True, sink=True), dict(num_kv_heads=2),
+                                    dict(window=2, position_bias="alibi")], ids=str)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_gate_is_sigmoid_of_w_g_times_the_heads_output_before_w_o(config, need_weights):
+    """Written out: the ungated module's heads output (what enters W_o) times sigmoid(W_g x_query),
+    elementwise, then W_o (Qiu et al. 2025's G1 elementwise head-specific gate)."""
+    torch.manual_seed(8)
+    gated = MultiHeadAttention(8, 4, gate=True, bias=True, query_size=6, **config).double().eval()
+    plain = MultiHeadAttention(8, 4, bias=True, query_size=6, **config).double().eval()
+    plain.load_state_dict({k: v for k, v in gated.state_dict().items() if not k.startswith("W_g")})
+    assert gated.W_g.in_features == 6 and gated.W_g.out_features == 8
+    q_in, kv_in = torch.randn(2, 5, 6, dtype=torch.float64), torch.randn(2, 5, 8, dtype=torch.float64)
+    heads = []
+    hook = plain.W_o.register_forward_hook(lambda mod, args, out: heads.append(args[0]))
+    plain(q_in, kv_in, kv_in, causal=True)
+    hook.remove()
+    expected = plain.W_o(heads[0] * torch.sigmoid(q_in @ gated.W_g.weight.T + gated.W_g.bias))
+    got = gated(q_in, kv_in, kv_in, causal=True, need_weights=need_weights)
+    torch.testing.assert_close(got, expected)
+    assert not torch.allclose(got, plain(q_in, kv_in, kv_in, causal=True))

@@ -263,7 +263,8 @@ def test_check_4_takes_a_whole_float_as_the_integer(nb):
     (61 * 576 * 4, "not cached twice"),  # the same number as fp32: "twice" is its hint
     (61 * 64 * 2, "hint: (d_c + d_r) numbers"), (RIGHT_4 + 1, "hint: (d_c + d_r) numbers"),
     (0, "hint: (d_c + d_r) numbers"), (-RIGHT_4, "hint: (d_c + d_r) numbers"),
-    (2 * 61 * 128 * 128 * 2, "hint: (d_c + d_r) numbers"),
+    (2 * 61 * 128 * 128 * 2, "plain MHA"),  # the table's MHA row at V3's shape
+    (61 * 128 * (192 + 128) * 2, "plain MHA"),  # MHA with keys of 128 + 64, values of 128
 ])
 def test_check_4_rejects_wrong_counts_with_their_hint(nb, wrong, hint):
     verdict = nb["check_4"](wrong)

@@ -152,3 +152,33 @@ def test_bad_input_is_named(kwargs, match):
     call = dict(scores=torch.randn(2, 3), sink=0.0, mask=None) | kwargs
     with pytest.raises(ValueError, match=match):
         sink_softmax(**call)
+
+
+@pytest.mark.parametrize("need", ["sink-tensor", "sink-per-row", "visible-score"])
+def test_nan_propagates_to_its_row(need):
+    """A NaN sink (the tensor, or one row's entry of per-row logits) or a NaN in a visible score
+    makes that whole row NaN, as torch.softmax over [scores, sink] does; the other rows stay
+    the formula; a NaN hidden by the mask changes nothing. (Before, the shift m = NaN was reset to
+    0 and the zero-row guard swapped the NaN denominator for 1: the row came out as exp(scores).)"""
+    g = torch.Generator().manual_seed(4)
+    scores = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
+    sink = torch.zeros(3, 1, dtype=torch.float64)
+    bad_rows = torch.zeros(2, 3, dtype=torch.bool)
+    if need == "sink-tensor":
+        sink = torch.tensor(math.nan, dtype=torch.float64)
+        bad_rows[:] = True
+    elif need == "sink-per-row":
+        sink[1] = math.nan
+        bad_rows[:, 1] = True
+    else:
+        scores[0, 2, 1] = math.nan
+        bad_rows[0, 2] = True
+    for mask in (None, torch.tensor([True, True, False, True])):
+        w = sink_softmax(scores, sink, mask)
+        assert bool(w[bad_rows].isnan().all())
+        torch.testing.assert_close(w[~bad_rows], by_extra_column(scores, sink, mask)[~bad_rows])
+    clean = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
+    hidden = clean.clone()
+    hidden[:, :, 2] = math.nan  # hidden by the mask: nothing changes
+    mask = torch.tensor([True, True, False, True])
+    torch.testing.assert_close(sink_softmax(hidden, 0.0, mask), by_extra_column(clean, 0.0, mask))

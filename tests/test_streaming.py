@@ -118,8 +118,10 @@ def _by_hand(model: TinyDecoder, tokens: torch.Tensor, window: int | None) -> to
         att = block.attention
         H = att.num_heads
         Y = ln(block.norm, X)
-        split = lambda Z: Z.view(B, T, H, N // H).transpose(1, 2)  # noqa: E731  (B, H, T, N/H)
-        q, k, v = (split(lin(W, Y)) for W in (att.W_q, att.W_k, att.W_v))
+        G = att.num_kv_heads  # key-value heads: query head h reads head h // (H/G)
+        split = lambda Z, n: Z.view(B, T, n, N // H).transpose(1, 2)  # noqa: E731  (B, n, T, N/H)
+        q = split(lin(att.W_q, Y), H)
+        k, v = (split(lin(W, Y), G).repeat_interleave(H // G, dim=1) for W in (att.W_k, att.W_v))
         q, k = _rope(q, pos), _rope(k, pos)
         s = q @ k.transpose(-1, -2) / math.sqrt(N // H)  # (B, H, T, T)
         back = pos[:, None] - pos[None, :]
@@ -129,17 +131,23 @@ def _by_hand(model: TinyDecoder, tokens: torch.Tensor, window: int | None) -> to
         if att.sink:
             denom = denom + att.sink_logits.exp()[:, None, None]
         out = (e / denom) @ v  # (B, H, T, N/H)
-        X = X + lin(att.W_o, out.transpose(1, 2).reshape(B, T, N))
+        out = out.transpose(1, 2).reshape(B, T, N)  # (B, T, N)
+        if att.gate:  # gated attention: sigmoid(W_g y) on every feature, before W_o
+            out = out * torch.sigmoid(lin(att.W_g, Y))
+        X = X + lin(att.W_o, out)
         if block.ffn is not None:
             f = block.ffn
             X = X + lin(f[3], F.gelu(lin(f[1], ln(f[0], X))))
     return lin(model.head, ln(model.norm, X))
 
 
-@pytest.mark.parametrize("window,sink,ffn", [(None, False, False), (2, True, True), (3, False, True)])
-def test_tiny_decoder_equals_hand_written_forward(window, sink, ffn):
+@pytest.mark.parametrize("window,sink,ffn,extra", [
+    (None, False, False, {}), (2, True, True, {}), (3, False, True, {}),
+    (None, False, False, dict(num_kv_heads=1)), (2, True, False, dict(num_kv_heads=1, gate=True)),
+    (None, True, False, dict(gate=True))])
+def test_tiny_decoder_equals_hand_written_forward(window, sink, ffn, extra):
     model = _model(window=window, sink=sink, sink_init=0.7 if sink else 0.0, ffn=ffn,
-                   num_outputs=11)
+                   num_outputs=11, **extra)
     tokens = torch.randint(0, 7, (3, 6), generator=_gen(1))
     out = model(tokens)
     assert out.shape == (3, 6, 11) and out.dtype == torch.float64
@@ -198,6 +206,8 @@ def test_recompute_equals_each_window_from_scratch():
 
 def test_kv_numbers_per_token():
     assert _model(num_hiddens=12, num_heads=3).kv_numbers_per_token() == 24  # 2 · N
+    assert _model(num_hiddens=12, num_heads=6, num_kv_heads=2).kv_numbers_per_token() == 8  # 2·G·N/H
+    assert _model(num_hiddens=12, num_heads=3, num_kv_heads=1).kv_numbers_per_token() == 8  # MQA
     assert _model(latent_size=5).kv_numbers_per_token() == 5 + 4  # d_c + d_r (d_r = 4)
     assert _model(latent_size=5, rope_size=2).kv_numbers_per_token() == 7
 
@@ -267,6 +277,11 @@ def test_position_loss_and_accuracy_by_offset_formulas():
         rows = [(pred[b, t, o] == targets[b, t, o]).item() for b in range(4) for t in range(5)
                 if targets[b, t, o] != IGNORE]
         assert acc[o].item() == pytest.approx(sum(rows) / len(rows))
+    # offsets 3 and 4 of a 3-token stream have no target: NaN (0 / 0), documented, not 0
+    short, short_targets = offsets_sample(4, 3, vocab_size=6, max_offset=4, generator=_gen(8))
+    acc = accuracy_by_offset(_model(num_outputs=6 * 4, vocab_size=6), short, short_targets)
+    assert bool((short_targets[..., 2:] == IGNORE).all())
+    assert not acc[:2].isnan().any() and bool(acc[2:].isnan().all())
 
 
 # ------------------------------------------------------------------------------ bad input
@@ -306,3 +321,29 @@ def test_module_lists_its_names():
     assert set(streaming.__all__) >= {"IGNORE", "BackcopyTask", "TinyDecoder", "train", "stream",
                                       "recompute", "position_loss", "offsets_sample",
                                       "accuracy_by_offset"}
+
+
+@pytest.mark.parametrize("kw", [dict(num_kv_heads=1), dict(num_kv_heads=1, sink=True, gate=True)])
+def test_gqa_decoder_streams_through_caches_of_g_heads(kw):
+    """num_kv_heads = G: every layer's cache holds (B, G, T, N/H); streaming through a full cache,
+    or a window cache, equals the full (windowed) forward."""
+    model = _model(**kw)
+    windowed = _model(window=3, **kw)
+    windowed.load_state_dict(model.state_dict())
+    tokens = torch.randint(0, 7, (2, 9), generator=_gen(2))
+    cache = model.new_cache()
+    assert torch.allclose(stream(model, tokens, cache), model(tokens), atol=1e-12)
+    assert cache[0].keys.shape == (2, 1, 9, 4)
+    cache = model.new_cache(window=3)
+    assert torch.allclose(stream(model, tokens, cache), windowed(tokens), atol=1e-12)
+
+
+def test_gqa_and_gate_refusals():
+    with pytest.raises(ValueError, match=r"num_kv_heads must divide num_heads=2, got 3"):
+        _model(num_kv_heads=3)
+    with pytest.raises(ValueError, match=r"num_kv_heads must be a positive int, got 0"):
+        _model(num_kv_heads=0)
+    with pytest.raises(ValueError, match=r"gate must be True or False, got 1"):
+        _model(gate=1)
+    with pytest.raises(ValueError, match=r"latent_size must be None with window, sink, num_kv_heads or gate"):
+        _model(latent_size=2, gate=True)

@@ -325,3 +325,21 @@ def test_block_with_window_and_sink_equals_the_block_written_out():
 def transpose_heads(x: torch.Tensor) -> torch.Tensor:
     """(B, T, 8) → (B, 2, T, 4): two heads."""
     return x.reshape(x.shape[0], x.shape[1], 2, 4).transpose(1, 2)
+
+
+@pytest.mark.parametrize("policy", [dict(), dict(window=2), dict(window=2, sinks=1)], ids=str)
+def test_an_empty_chunk_through_an_evicting_cache_gives_b_0_v(policy):
+    """DecoderLM(tokens of T = 0, cache=...) returns (B, 0, V) and changes no cache, with or
+    without eviction (an evicting cache raised "num_queries must be a positive int, got 0")."""
+    torch.manual_seed(2)
+    model = DecoderLM(5, 8, 2, 2, max_len=16, positional="rope").eval()
+    tokens = torch.randint(0, 5, (2, 4))
+    cache = model.new_cache(**policy)
+    model(tokens, cache=cache)
+    held = [c.keys.clone() for c in cache]
+    assert model(tokens[:, :0], cache=cache).shape == (2, 0, 5)
+    assert all(c.seen == 4 and torch.equal(c.keys, h) for c, h in zip(cache, held))
+    nxt = torch.randint(0, 5, (2, 1))
+    fresh = model.new_cache(**policy)
+    model(tokens, cache=fresh)
+    torch.testing.assert_close(model(nxt, cache=cache), model(nxt, cache=fresh))

@@ -25,7 +25,8 @@ from tests.test_widgets_windows import assert_texts_readable
 MODELS = ("softmax", "sink logit")
 POLICIES = ("dense", "window", "sinks + window")
 RECENT = (2, 4, 8, 16)
-LATENT_SIZES = (1, 2, 4, 8, 16)
+LATENT_SIZES = (4, 8, 12)
+SHARED = ("mqa", "gqa", "mha")
 T, L = 30, 12  # deliberately not the notebook's 96 and 48
 
 
@@ -47,11 +48,14 @@ def streaming_data(length: int = T) -> dict:
 
 
 def latent_data(seeds: int = 3) -> tuple[dict, dict]:
-    mean = torch.tensor([0.3, 0.55, 0.85, 0.95, 0.97], dtype=torch.float64)
+    mean = torch.tensor([0.55, 0.85, 0.95], dtype=torch.float64)
     spread = torch.linspace(-0.03, 0.03, seeds, dtype=torch.float64)[:, None]
     mla = (mean + spread).clamp(0, 1)  # (S, P)
-    mha = torch.linspace(0.97, 1.0, seeds, dtype=torch.float64)  # (S,)
-    return {"mla": mla, "mha": mha}, {"mha": 64, "mla": (5, 6, 8, 12, 20)}
+    accuracy = {"mla": mla,
+                "mqa": torch.linspace(0.6, 0.8, seeds, dtype=torch.float64),  # (S,)
+                "gqa": torch.linspace(0.9, 0.94, seeds, dtype=torch.float64),
+                "mha": torch.linspace(0.97, 1.0, seeds, dtype=torch.float64)}
+    return accuracy, {"mla": (8, 12, 16), "mqa": 8, "gqa": 16, "mha": 64}
 
 
 # ---------------------------------------------------------------- written out
@@ -109,6 +113,8 @@ def test_streaming_view_draws_the_running_means_in_every_state():
                 np.testing.assert_allclose(lines[policy].get_ydata(), y, rtol=1e-12)
                 assert lines[policy].get_color() == kv.POLICY_COLORS[policy]
             assert list(lines["train"].get_xdata()) == [L, L]
+            assert list(lines["evicted"].get_xdata()) == [r, r]  # moves with R
+            assert lines["dense"].get_linewidth() < lines["window"].get_linewidth()  # a reference
         assert fig._suptitle.get_text() == streaming_title_by_hand(r, losses, L)
 
 
@@ -167,7 +173,12 @@ def test_streaming_axes_are_fixed_over_every_state_and_cover_every_curve():
     (x0, x1), (y0, y1) = limits[0]
     assert (x0, x1) == (0.0, T - 1) and y0 == 0.0
     highest = max(running_mean_by_hand(losses[m][p][r].numpy())[1].max()
-                  for m in MODELS for p in POLICIES for r in RECENT)
+                  for m in MODELS for p in ("window", "sinks + window") for r in RECENT)
+    tall = streaming_data()  # a dense curve far above the others leaves the range as it was:
+    for m in MODELS:  # the range is made for the curves that R moves, dense is a reference
+        for r in RECENT:
+            tall[m]["dense"][r] = tall[m]["dense"][r] + 10.0
+    assert kv.draw_streaming(2, tall, L).axes[0].get_ylim() == (y0, y1)
     assert highest < y1 <= highest * 1.1 + 0.1
     for r in RECENT:
         assert kv.draw_streaming(r, losses, L, fig=fig) is fig
@@ -192,13 +203,14 @@ def test_streaming_view_copies_its_data():
 def latent_title_by_hand(d: int, accuracy: dict, numbers: dict) -> str:
     i = LATENT_SIZES.index(d)
     a = accuracy["mla"][:, i].tolist()
-    mha = accuracy["mha"].tolist()
     n, full = numbers["mla"][i], numbers["mha"]
     seeds = f"seeds {min(a):.2f}–{max(a):.2f}" if len(a) > 1 else "one seed"
     ratio = f"{full / n:.1f}".removesuffix(".0")
-    return (f"d_c = {d}: accuracy {sum(a) / len(a):.2f} ({seeds}) against MHA's "
-            f"{sum(mha) / len(mha):.2f}, caching {n} numbers a token instead of {full} "
-            f"({ratio}× less)")
+    others = ", ".join(f"{arch.upper()} {accuracy[arch].mean().item():.2f} at {numbers[arch]}"
+                       for arch in SHARED)
+    return (f"MLA, d_c = {d}: accuracy {sum(a) / len(a):.2f} ({seeds}), caching {n} numbers a "
+            f"token and layer ({ratio}× less than MHA)\n"
+            f"the others (mean accuracy at numbers cached): {others}")
 
 
 def test_latent_view_draws_the_seeds_the_means_and_the_cache_in_every_state():
@@ -206,58 +218,73 @@ def test_latent_view_draws_the_seeds_the_means_and_the_cache_in_every_state():
     view = kv.latent_view(accuracy, numbers)
     slider = control(view, "latent size d_c")
     assert slider.value == 4 and not slider.continuous_update
-    assert view._controls[0].values == kv.LATENT_SIZES == LATENT_SIZES  # 5 states
-    mla, mha = accuracy["mla"].numpy(), accuracy["mha"].numpy()
+    assert view._controls[0].values == kv.LATENT_SIZES == LATENT_SIZES  # 3 states
+    mla = accuracy["mla"].numpy()
     for i, d in enumerate(LATENT_SIZES):
         slider.value = d
         fig = view.result
         left, bars = fig.axes
         lines = gid_lines(left)
-        for s in range(3):
-            np.testing.assert_array_equal(lines[f"seed {s}"].get_xdata(), LATENT_SIZES)
+        for s in range(3):  # x: the numbers each MLA model caches
+            np.testing.assert_array_equal(lines[f"seed {s}"].get_xdata(), numbers["mla"])
             np.testing.assert_array_equal(lines[f"seed {s}"].get_ydata(), mla[s])
         np.testing.assert_allclose(lines["mla mean"].get_ydata(), mla.mean(0), rtol=1e-12)
-        np.testing.assert_allclose(lines["mha mean"].get_ydata(), [mha.mean()] * 2, rtol=1e-12)
-        (band,) = left.collections
-        ys = band.get_paths()[0].vertices[:, 1]
-        assert np.isclose(ys.min(), mha.min()) and np.isclose(ys.max(), mha.max())
-        assert list(lines["shown"].get_xdata()) == [d, d]
-        assert list(lines["current"].get_xdata()) == [d]
+        for arch in SHARED:
+            a = accuracy[arch].numpy()
+            assert list(lines[f"{arch} mean"].get_xdata()) == [numbers[arch]]
+            assert lines[f"{arch} mean"].get_ydata()[0] == pytest.approx(a.mean(), rel=1e-12)
+            assert list(lines[f"{arch} range"].get_xdata()) == [numbers[arch]] * 2
+            np.testing.assert_allclose(lines[f"{arch} range"].get_ydata(), [a.min(), a.max()])
+        n = numbers["mla"][i]
+        assert list(lines["shown"].get_xdata()) == [n, n]
+        assert list(lines["current"].get_xdata()) == [n]
         assert lines["current"].get_ydata()[0] == pytest.approx(mla[:, i].mean())
-        assert [p.get_width() for p in bars.patches] == [64, numbers["mla"][i]]
-        counts = sorted(t.get_text() for t in bars.texts)
-        ratio = f"{64 / numbers['mla'][i]:.1f}".removesuffix(".0")
-        assert counts == sorted([" 64", f" {numbers['mla'][i]}  ({ratio}× less)"])
-        assert bars.get_title() == f"MLA with d_c = {d} caches {ratio}× less"
+        assert [p.get_width() for p in bars.patches] == [64, 16, 8, n]
+        ratio = f"{64 / n:.1f}".removesuffix(".0")
+        assert sorted(t.get_text() for t in bars.texts) == sorted(
+            [" 64", " 16", " 8", f" {n}  ({ratio}× less)"])
+        assert bars.get_title() == f"MLA with d_c = {d} caches {ratio}× less than MHA"
         assert fig._suptitle.get_text() == latent_title_by_hand(d, accuracy, numbers)
+        legend = [t.get_text() for t in left.get_legend().get_texts()]
+        assert legend == ["MLA, each seed", "MLA (d_c = 4, 8, 12), mean over seeds",
+                          "MQA", "GQA", "MHA"]
+        assert left.get_legend().get_title().get_text() == "MQA, GQA, MHA: mean, bar min–max over seeds"
 
 
 @pytest.mark.parametrize("d, want", [
-    (4, "d_c = 4: accuracy 0.85 (seeds 0.82–0.88) against MHA's 0.98, caching 8 numbers a "
-        "token instead of 64 (8× less)"),
-    (1, "d_c = 1: accuracy 0.30 (seeds 0.27–0.33) against MHA's 0.98, caching 5 numbers a "
-        "token instead of 64 (12.8× less)"),
-    (16, "d_c = 16: accuracy 0.97 (seeds 0.94–1.00) against MHA's 0.98, caching 20 numbers a "
-         "token instead of 64 (3.2× less)"),
+    (4, "MLA, d_c = 4: accuracy 0.55 (seeds 0.52–0.58), caching 8 numbers a token and layer "
+        "(8× less than MHA)"),
+    (8, "MLA, d_c = 8: accuracy 0.85 (seeds 0.82–0.88), caching 12 numbers a token and layer "
+        "(5.3× less than MHA)"),
+    (12, "MLA, d_c = 12: accuracy 0.95 (seeds 0.92–0.98), caching 16 numbers a token and layer "
+         "(4× less than MHA)"),
 ])
 def test_latent_suptitle_states_the_numbers(d, want):
-    assert kv.draw_latent(d, *latent_data())._suptitle.get_text() == want
+    title = kv.draw_latent(d, *latent_data())._suptitle.get_text()
+    assert title == want + ("\nthe others (mean accuracy at numbers cached): MQA 0.70 at 8, "
+                            "GQA 0.92 at 16, MHA 0.98 at 64")
 
 
-def test_latent_says_more_when_mla_caches_more_and_one_seed():
-    accuracy, _ = latent_data(seeds=1)
-    fig = kv.draw_latent(16, accuracy, {"mha": 8, "mla": [2, 3, 4, 8, 12]})
-    assert fig._suptitle.get_text() == (
-        "d_c = 16: accuracy 0.94 (one seed) against MHA's 0.97, caching 12 numbers a token "
-        "instead of 8 (1.5× more)")
+def test_latent_with_one_seed_draws_no_seed_lines_no_bars_and_says_more():
+    accuracy, numbers = latent_data(seeds=1)
+    fig = kv.draw_latent(12, accuracy, {**numbers, "mha": 8})
+    assert fig._suptitle.get_text().startswith(
+        "MLA, d_c = 12: accuracy 0.92 (one seed), caching 16 numbers a token and layer (2× more "
+        "than MHA)")
+    left = fig.axes[0]
+    assert not any(g.startswith("seed") or g.endswith("range") for g in gid_lines(left))
+    assert [t.get_text() for t in left.get_legend().get_texts()] == [
+        "MLA (d_c = 4, 8, 12)", "MQA", "GQA", "MHA"]  # only what is drawn
+    assert left.get_legend().get_title().get_text() == ""
 
 
 def test_latent_axes_are_fixed_over_every_state():
     accuracy, numbers = latent_data()
-    fig = kv.draw_latent(1, accuracy, numbers)
+    fig = kv.draw_latent(4, accuracy, numbers)
     limits = [(ax.get_xlim(), ax.get_ylim()) for ax in fig.axes]
     assert limits[0][1] == (0.0, 1.02) and fig.axes[0].get_xscale() == "log"
-    assert limits[0][0][0] < 1 and 16 < limits[0][0][1]
+    assert limits[0][0][0] < 8 and 64 < limits[0][0][1]  # every cache size inside
+    assert list(fig.axes[0].get_xticks()) == [8, 12, 16, 64]
     assert limits[1][0][1] > 64
     for d in LATENT_SIZES:
         assert kv.draw_latent(d, accuracy, numbers, fig=fig) is fig
@@ -266,15 +293,20 @@ def test_latent_axes_are_fixed_over_every_state():
 
 def test_latent_redraws_other_seed_counts_and_copies_its_data():
     accuracy, numbers = latent_data()
-    fig = kv.draw_latent(2, accuracy, numbers)
+    fig = kv.draw_latent(4, accuracy, numbers)
     one, _ = latent_data(seeds=1)
-    assert kv.draw_latent(2, one, numbers, fig=fig) is fig  # rebuilt: one seed line
-    assert sorted(g for g in gid_lines(fig.axes[0]) if g.startswith("seed")) == ["seed 0"]
-    assert record_figure(fig) == record_figure(kv.draw_latent(2, one, numbers))
+    assert kv.draw_latent(4, one, numbers, fig=fig) is fig  # rebuilt: no seed lines
+    assert not [g for g in gid_lines(fig.axes[0]) if g.startswith("seed")]
+    assert record_figure(fig) == record_figure(kv.draw_latent(4, one, numbers))
+    two, _ = latent_data(seeds=2)
+    assert kv.draw_latent(4, two, numbers, fig=fig) is fig  # rebuilt: two seed lines
+    assert sorted(g for g in gid_lines(fig.axes[0]) if g.startswith("seed")) == ["seed 0", "seed 1"]
+    other = {**numbers, "gqa": 32}  # another cache size: rebuilt with its tick
+    assert 32 in kv.draw_latent(4, two, other, fig=fig).axes[0].get_xticks()
     view = kv.latent_view(accuracy, numbers, latent_size=np.int64(8))
     want = accuracy["mla"].mean(0).numpy().copy()
     accuracy["mla"].fill_(0.0)
-    control(view, "latent size d_c").value = 1
+    control(view, "latent size d_c").value = 4
     np.testing.assert_allclose(gid_lines(view.result.axes[0])["mla mean"].get_ydata(), want)
 
 
@@ -324,8 +356,8 @@ def test_redrawing_in_place_is_a_fresh_drawing(name):
     assert record_figure(draw(values[1], fig=same_size)) == record_figure(draw(values[1]))
 
 
-@pytest.mark.parametrize("name, value", [("streaming", 2), ("streaming", 16), ("latent", 1),
-                                         ("latent", 16)])
+@pytest.mark.parametrize("name, value", [("streaming", 2), ("streaming", 16), ("latent", 4),
+                                         ("latent", 12)])
 def test_texts_are_no_smaller_than_x_small_inside_the_figure_and_apart(name, value):
     assert_texts_readable(views()[name][3](value), 15)
 
@@ -374,23 +406,25 @@ def _bad_latent(change):
     (_bad_streaming(lambda d: None, train_length=12.0), r"^train_length must be an int .* got 12.0"),
     (lambda: kv.streaming_view(streaming_data(), None), r"^train_length must be an int .* got None"),
     (lambda: kv.draw_streaming(4, streaming_data(), L, fig="fig"), r"^fig must be a matplotlib Figure or None, got str"),
-    (lambda: kv.draw_latent(3, *latent_data()), r"^latent_size must be one of LATENT_SIZES \(1, 2, 4, 8, 16\), got 3"),
+    (lambda: kv.draw_latent(3, *latent_data()), r"^latent_size must be one of LATENT_SIZES \(4, 8, 12\), got 3"),
     (lambda: kv.latent_view(*latent_data(), latent_size=np.float64(4)), r"^latent_size must be one of LATENT_SIZES .* got"),
-    (lambda: kv.draw_latent(4, (), latent_data()[1]), r"^accuracy must be a dict keyed by the architectures \('mla', 'mha'\), got tuple"),
-    (_bad_latent(lambda a, n: a.pop("mha")), r"^accuracy must have exactly the keys the architectures \('mla', 'mha'\), got \['mla'\]"),
-    (_bad_latent(lambda a, n: a.update(mla=a["mla"][:, 1:])), r"^accuracy\['mla'\] must have shape \(seeds, len\(LATENT_SIZES\)\) = \(S, 5\) with S >= 1, got \(3, 4\)"),
-    (_bad_latent(lambda a, n: a.update(mla=a["mla"][:0])), r"^accuracy\['mla'\] must have shape .* got \(0, 5\)"),
+    (lambda: kv.draw_latent(4, (), latent_data()[1]), r"^accuracy must be a dict keyed by the architectures \('mla', 'mqa', 'gqa', 'mha'\), got tuple"),
+    (_bad_latent(lambda a, n: a.pop("gqa")), r"^accuracy must have exactly the keys the architectures \('mla', 'mqa', 'gqa', 'mha'\), got \['mha', 'mla', 'mqa'\]"),
+    (_bad_latent(lambda a, n: a.update(mla=a["mla"][:, 1:])), r"^accuracy\['mla'\] must have shape \(seeds, len\(LATENT_SIZES\)\) = \(S, 3\) with S >= 1, got \(3, 2\)"),
+    (_bad_latent(lambda a, n: a.update(mla=a["mla"][:0])), r"^accuracy\['mla'\] must have shape .* got \(0, 3\)"),
     (_bad_latent(lambda a, n: a.update(mla=a["mla"] > 0.5)), r"^accuracy\['mla'\] must be a floating tensor .* got dtype torch.bool"),
     (_bad_latent(lambda a, n: a.update(mha=a["mha"][:2])), r"^accuracy\['mha'\] must have shape \(seeds,\) = \(3,\), as accuracy\['mla'\] has 3 seeds, got \(2,\)"),
+    (_bad_latent(lambda a, n: a.update(mqa=a["mqa"].numpy())), r"^accuracy\['mqa'\] must be a torch.Tensor \(seeds,\), got ndarray"),
     (_bad_latent(lambda a, n: a["mla"].__setitem__((0, 0), 1.5)), r"^accuracy\['mla'\] must hold accuracies in \[0, 1\], got 1.5"),
     (_bad_latent(lambda a, n: a["mha"].__setitem__(1, math.nan)), r"^accuracy\['mha'\] must hold accuracies in \[0, 1\], got nan"),
+    (_bad_latent(lambda a, n: a["gqa"].__setitem__(0, -0.1)), r"^accuracy\['gqa'\] must hold accuracies in \[0, 1\], got -0.1"),
     (lambda: kv.draw_latent(4, latent_data()[0], None), r"^numbers must be a dict keyed by the architectures .* got NoneType"),
-    (_bad_latent(lambda a, n: n.update(gqa=16)), r"^numbers must have exactly the keys the architectures"),
+    (_bad_latent(lambda a, n: n.update(gqa4=32)), r"^numbers must have exactly the keys the architectures"),
     (_bad_latent(lambda a, n: n.update(mha=0)), r"^numbers\['mha'\] must be an int >= 1 \(numbers cached per token and layer\), got 0"),
-    (_bad_latent(lambda a, n: n.update(mha=64.0)), r"^numbers\['mha'\] must be an int >= 1 .* got 64.0"),
-    (_bad_latent(lambda a, n: n.update(mla=(5, 6, 8, 12))), r"^numbers\['mla'\] must be a tuple of 5 ints, one per d_c of LATENT_SIZES \(1, 2, 4, 8, 16\), got length 4"),
-    (_bad_latent(lambda a, n: n.update(mla=torch.arange(5))), r"^numbers\['mla'\] must be a tuple of 5 ints, .* got Tensor"),
-    (_bad_latent(lambda a, n: n.update(mla=(5, 6, True, 12, 20))), r"^numbers\['mla'\]\[2\] must be an int >= 1 .* got True"),
+    (_bad_latent(lambda a, n: n.update(mqa=8.0)), r"^numbers\['mqa'\] must be an int >= 1 .* got 8.0"),
+    (_bad_latent(lambda a, n: n.update(mla=(8, 12))), r"^numbers\['mla'\] must be a tuple of 3 ints, one per d_c of LATENT_SIZES \(4, 8, 12\), got length 2"),
+    (_bad_latent(lambda a, n: n.update(mla=torch.arange(3))), r"^numbers\['mla'\] must be a tuple of 3 ints, .* got Tensor"),
+    (_bad_latent(lambda a, n: n.update(mla=(8, 12, True))), r"^numbers\['mla'\]\[2\] must be an int >= 1 .* got True"),
     (lambda: kv.draw_latent(4, *latent_data(), fig=[]), r"^fig must be a matplotlib Figure or None, got list"),
 ])
 def test_bad_data_is_refused_naming_the_parameter(call, match):

@@ -9,8 +9,8 @@ the decoupled rotary key size, CE cross-entropy in nats.
 ``draw_streaming`` shows, for one R, each model's per-position CE under three cache policies
 (dense: every key kept; window only: the last R; sinks + window: the first token and the last
 R), smoothed by a running mean over ``SMOOTH`` positions, the training length marked.
-``draw_latent`` shows MLA's accuracy against d_c beside MHA's, and the numbers each caches per
-token and layer. Both take trained results as plain data (checked, and in the views copied,
+``draw_latent`` shows MLA's accuracy at each d_c beside MQA's, GQA's and MHA's, against the
+numbers each caches per token and layer. Both take trained results as plain data (checked, and in the views copied,
 once) and redraw in place into a Figure they drew.
 """
 
@@ -37,9 +37,13 @@ __all__ = ["MODELS", "POLICIES", "RECENT", "SMOOTH", "LATENT_SIZES", "draw_strea
 MODELS = ("softmax", "sink logit")  # the two panels
 POLICIES = ("dense", "window", "sinks + window")  # the three curves in each
 POLICY_NAMES = {"dense": "dense", "window": "window only", "sinks + window": "sinks + window"}
-POLICY_LEGEND = {"dense": "dense: every key kept", "window": "window only: the last R keys",
+POLICY_LEGEND = {"dense": "dense (reference): every key kept",
+                 "window": "window only: the last R keys",
                  "sinks + window": "sinks + window: the first token and the last R"}
 POLICY_COLORS = {"dense": "0.35", "window": "C3", "sinks + window": "C0"}
+POLICY_WIDTHS = {"dense": 0.9, "window": 2.0, "sinks + window": 2.0}  # dense: a thin reference
+POLICY_STYLES = {"dense": ":", "window": "-", "sinks + window": "-"}
+FRAMED = ("window", "sinks + window")  # the curves the y-range is made for (R moves them)
 RECENT = (2, 4, 8, 16)  # the slider's R
 SMOOTH = 8  # the running mean's width: positions t − 7 … t
 STREAMING_LABEL = "kv_economy.streaming"
@@ -131,9 +135,11 @@ def _running_mean(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _streaming_limits(curves: dict) -> tuple[float, float]:
-    """One y-range for every R: 0 to a little above the highest smoothed curve."""
+    """One y-range for every R: 0 to a little above the highest smoothed window-only or
+    sinks + window curve of any R (the dense curve, the same at every R, is a reference and
+    may leave the panel at the top)."""
     top = max(_running_mean(x)[1].max() for by_policy in curves.values()
-              for by_r in by_policy.values() for x in by_r.values())
+              for policy in FRAMED for x in by_policy[policy].values())
     return 0.0, float(math.ceil(max(top, 1e-3) * 1.1 * 10) / 10)
 
 
@@ -165,19 +171,24 @@ def _layout_streaming(fig: Figure) -> None:
         ax = fig.add_axes([(left + k * (side + gap)) / width, bottom / height, side / width,
                            (height - bottom - top) / height])
         for policy in POLICIES:
-            ax.plot([], [], color=POLICY_COLORS[policy], linewidth=1.8, gid=f"{policy}")
+            ax.plot([], [], color=POLICY_COLORS[policy], linewidth=POLICY_WIDTHS[policy],
+                    linestyle=POLICY_STYLES[policy], gid=f"{policy}",
+                    zorder=1 if policy == "dense" else 2)
         ax.axvline(1.0, color="0.5", linestyle="--", linewidth=1.2, gid="train")
+        ax.axvline(1.0, color="C3", linestyle=(0, (1, 2)), linewidth=1.4, gid="evicted")
         ax.set_xlabel("position t")
         if k == 0:
             ax.set_ylabel(f"cross-entropy (nats), running mean over {SMOOTH}")
         ax.set_title(model, fontsize="medium")
         ax.yaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_locator(NullLocator())
-    handles = [Line2D([], [], color=POLICY_COLORS[p], linewidth=1.8, label=POLICY_LEGEND[p])
-               for p in POLICIES]
+    handles = [Line2D([], [], color=POLICY_COLORS[p], linewidth=POLICY_WIDTHS[p],
+                      linestyle=POLICY_STYLES[p], label=POLICY_LEGEND[p]) for p in POLICIES]
     handles.append(Line2D([], [], color="0.5", linestyle="--", linewidth=1.2,
                           label="training length"))
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=4,
+    handles.append(Line2D([], [], color="C3", linestyle=(0, (1, 2)), linewidth=1.4,
+                          label="t = R: the window-only cache has evicted BOS"))
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=3,
                fontsize="x-small", frameon=False)
     fig.suptitle("placeholder\nplaceholder\nplaceholder", fontsize="medium", y=0.99, va="top")
 
@@ -195,6 +206,7 @@ def _draw_streaming(recent: int, curves: dict, train_length: int, limits: tuple[
         for policy in POLICIES:
             lines[policy].set_data(*_running_mean(curves[model][policy][recent]))
         lines["train"].set_xdata([train_length, train_length])
+        lines["evicted"].set_xdata([recent, recent])  # query t = R no longer sees position 0
         ax.set_xlim(0.0, float(length - 1))
         ax.set_ylim(*limits)
         ax.set_xticks(_ticks(0, length - 1, integer=True))
@@ -209,9 +221,11 @@ def draw_streaming(recent: int, losses: dict, train_length: int, *,
     """One panel per model of ``MODELS`` (softmax, and softmax with a sink logit), each with
     the cross-entropy per position t of the three cache policies of ``POLICIES`` for the recent
     window R = ``recent`` (one of ``RECENT``), as a running mean over positions t − 7 … t
-    (fewer at the start, NaN skipped), the training length marked by a dashed line. The axes
-    are the same for every R: x 0 … T − 1, y from 0 to a little above the highest smoothed
-    curve of any R. The title gives each curve's mean over positions train_length … T − 1 (not
+    (fewer at the start, NaN skipped), the training length marked by a dashed line and t = R,
+    where the window-only cache no longer holds the first token, by a dotted one. The dense
+    curve, the same at every R, is drawn thin, as a reference. The axes are the same for every
+    R: x 0 … T − 1, y from 0 to a little above the highest smoothed window-only or sinks +
+    window curve of any R (the dense one may leave the panel at the top). The title gives each curve's mean over positions train_length … T − 1 (not
     smoothed).
 
     ``losses``: {model: {policy: {R: (T,) floating tensor}}}, keys exactly ``MODELS``,
@@ -241,30 +255,37 @@ def streaming_view(losses: dict, train_length: int, recent: int = 4) -> PageView
 
 
 # ---------------------------------------------------------------- 2. multi-head latent attention
-LATENT_SIZES = (1, 2, 4, 8, 16)  # the slider's d_c
-ARCHITECTURES = ("mla", "mha")
-MLA_COLOR, MHA_COLOR, SHOWN_COLOR = "C0", "0.3", "C3"
+LATENT_SIZES = (4, 8, 12)  # the slider's d_c
+ARCHITECTURES = ("mla", "mqa", "gqa", "mha")
+SHARED = ("mqa", "gqa", "mha")  # one accuracy per seed and one cache size each
+NAMES = {"mla": "MLA", "mqa": "MQA", "gqa": "GQA", "mha": "MHA"}
+COLORS = {"mla": "C0", "mqa": "C1", "gqa": "C2", "mha": "0.3"}
+MARKERS = {"mqa": "s", "gqa": "D", "mha": "^"}
+SHOWN_COLOR = "C3"
 LATENT_LABEL = "kv_economy.latent"
-LATENT_FIGSIZE = (11.0, 4.6)
+LATENT_FIGSIZE = (11.0, 4.8)
 
 
-def _check_latent(accuracy: object, numbers_: object
-                  ) -> tuple[np.ndarray, np.ndarray, int, tuple[int, ...]]:
-    """accuracy["mla"] (S, P) and accuracy["mha"] (S,) as fresh float64 arrays, in [0, 1];
-    numbers["mha"] an int ≥ 1 and numbers["mla"] P ints ≥ 1."""
+def _check_latent(accuracy: object, numbers_: object) -> tuple[dict, dict]:
+    """accuracy["mla"] (S, P) and the others (S,) as fresh float64 arrays, in [0, 1];
+    numbers["mla"] P ints ≥ 1 and the others an int ≥ 1 each."""
     P = len(LATENT_SIZES)
     _exact_keys("accuracy", accuracy, ARCHITECTURES, "the architectures")
     mla = _floats("accuracy['mla']", accuracy["mla"], f"(seeds, len(LATENT_SIZES)) = (S, {P})")
     if mla.ndim != 2 or mla.shape[1] != P or mla.shape[0] == 0:
         raise ValueError(f"accuracy['mla'] must have shape (seeds, len(LATENT_SIZES)) = (S, {P}) "
                          f"with S >= 1, got {tuple(mla.shape)}")
-    mha = _floats("accuracy['mha']", accuracy["mha"], "(seeds,)")
-    if mha.shape != (mla.shape[0],):
-        raise ValueError(f"accuracy['mha'] must have shape (seeds,) = ({mla.shape[0]},), as "
-                         f"accuracy['mla'] has {mla.shape[0]} seeds, got {tuple(mha.shape)}")
-    for name, a in (("accuracy['mla']", mla), ("accuracy['mha']", mha)):
+    acc = {"mla": mla}
+    for arch in SHARED:
+        a = _floats(f"accuracy['{arch}']", accuracy[arch], "(seeds,)")
+        if a.shape != (mla.shape[0],):
+            raise ValueError(f"accuracy['{arch}'] must have shape (seeds,) = ({mla.shape[0]},), as "
+                             f"accuracy['mla'] has {mla.shape[0]} seeds, got {tuple(a.shape)}")
+        acc[arch] = a
+    for arch in ARCHITECTURES:
+        a = acc[arch]
         if not (np.isfinite(a).all() and (a >= 0).all() and (a <= 1).all()):
-            raise ValueError(f"{name} must hold accuracies in [0, 1], got "
+            raise ValueError(f"accuracy['{arch}'] must hold accuracies in [0, 1], got "
                              f"{a[~(np.isfinite(a) & (a >= 0) & (a <= 1))][0]}")
     _exact_keys("numbers", numbers_, ARCHITECTURES, "the architectures")
 
@@ -274,130 +295,143 @@ def _check_latent(accuracy: object, numbers_: object
                              f"got {v!r}")
         return int(v)
 
-    cached_mha = count("numbers['mha']", numbers_["mha"])
+    cached = {arch: count(f"numbers['{arch}']", numbers_[arch]) for arch in SHARED}
     sizes = numbers_["mla"]
     if not isinstance(sizes, (tuple, list)) or len(sizes) != P:
         got = f"length {len(sizes)}" if isinstance(sizes, (tuple, list)) else type(sizes).__name__
         raise ValueError(f"numbers['mla'] must be a tuple of {P} ints, one per d_c of "
                          f"LATENT_SIZES {LATENT_SIZES}, got {got}")
-    cached_mla = tuple(count(f"numbers['mla'][{i}]", v) for i, v in enumerate(sizes))
-    return mla, mha, cached_mha, cached_mla
+    cached["mla"] = tuple(count(f"numbers['mla'][{i}]", v) for i, v in enumerate(sizes))
+    return acc, cached
 
 
 def _times(ratio: float) -> str:
     return f"{ratio:.1f}".removesuffix(".0") + "×"
 
 
-def _latent_texts(latent_size: int, mla: np.ndarray, mha: np.ndarray, cached_mha: int,
-                  cached_mla: tuple[int, ...]) -> tuple[str, str]:
-    """The suptitle and the ratio written beside the bars."""
+def _spread(a: np.ndarray) -> str:
+    return f"seeds {a.min():.2f}–{a.max():.2f}" if len(a) > 1 else "one seed"
+
+
+def _latent_texts(latent_size: int, acc: dict, cached: dict) -> tuple[str, str]:
+    """The suptitle (two lines) and the ratio written beside MLA's bar."""
     i = LATENT_SIZES.index(latent_size)
-    a = mla[:, i]
-    seeds = (f"seeds {a.min():.2f}–{a.max():.2f}" if len(a) > 1 else "one seed")
-    n = cached_mla[i]
-    ratio = cached_mha / n
+    a, n, full = acc["mla"][:, i], cached["mla"][i], cached["mha"]
+    ratio = full / n
     less = f"{_times(ratio)} less" if ratio >= 1 else f"{_times(1 / ratio)} more"
-    title = (f"d_c = {latent_size}: accuracy {a.mean():.2f} ({seeds}) against MHA's "
-             f"{mha.mean():.2f}, caching {n} numbers a token instead of {cached_mha} ({less})")
-    return title, less
+    first = (f"MLA, d_c = {latent_size}: accuracy {a.mean():.2f} ({_spread(a)}), caching {n} "
+             f"numbers a token and layer ({less} than MHA)")
+    second = ", ".join(f"{NAMES[arch]} {acc[arch].mean():.2f} at {cached[arch]}"
+                       for arch in SHARED)
+    return f"{first}\nthe others (mean accuracy at numbers cached): {second}", less
 
 
-def _band(x0: float, x1: float, low: float, high: float) -> np.ndarray:
-    return np.array([[x0, low], [x1, low], [x1, high], [x0, high]])
-
-
-def _layout_latent(fig: Figure, seeds: int) -> None:
-    """Both panels at fixed places (no layout engine), one faint line per seed."""
+def _layout_latent(fig: Figure, seeds: int, cached: dict) -> None:
+    """Both panels at fixed places (no layout engine); with several seeds, one faint line per
+    seed and a min–max bar on each other architecture's mean."""
     start_figure(fig, LATENT_LABEL, fixed_layout=True)
     width, height = LATENT_FIGSIZE
-    bottom, top = 0.75, 0.75
+    bottom, top = 0.75, 0.95
     inner = (height - bottom - top) / height
     ax = fig.add_axes([0.75 / width, bottom / height, 5.2 / width, inner])
-    x = np.array(LATENT_SIZES, dtype=np.float64)
-    lo, hi = x[0] / 1.4, x[-1] * 1.4
-    ax.fill_between([lo, hi], [0, 0], [0, 0], color=MHA_COLOR, alpha=0.15, linewidth=0,
-                    gid="mha band")
-    ax.plot([lo, hi], [0, 0], color=MHA_COLOR, linestyle="--", linewidth=1.5,
-            label="MHA (mean, band: min–max over seeds)", gid="mha mean")
-    for s in range(seeds):
-        ax.plot(x, np.zeros_like(x), color=MLA_COLOR, alpha=0.3, linewidth=1, marker=".",
-                markersize=5, gid=f"seed {s}", label="MLA, each seed" if s == 0 else None)
-    ax.plot(x, np.zeros_like(x), color=MLA_COLOR, linewidth=2.5, marker="o", markersize=5,
-            label="MLA, mean over seeds", gid="mla mean")
+    x = np.array(cached["mla"], dtype=np.float64)
+    every = sorted({*cached["mla"], *(cached[arch] for arch in SHARED)})
+    lo, hi = every[0] / 1.4, every[-1] * 1.4
+    if seeds > 1:
+        for s in range(seeds):
+            ax.plot(x, np.zeros_like(x), color=COLORS["mla"], alpha=0.3, linewidth=1, marker=".",
+                    markersize=5, gid=f"seed {s}", label="MLA, each seed" if s == 0 else None)
+    ax.plot(x, np.zeros_like(x), color=COLORS["mla"], linewidth=2.5, marker="o", markersize=5,
+            label="MLA (d_c = " + ", ".join(map(str, LATENT_SIZES)) + ")"
+            + (", mean over seeds" if seeds > 1 else ""), gid="mla mean")
+    for arch in SHARED:
+        if seeds > 1:
+            ax.plot([cached[arch]] * 2, [0, 0], color=COLORS[arch], linewidth=1.5,
+                    gid=f"{arch} range")
+        ax.plot([cached[arch]], [0], MARKERS[arch], color=COLORS[arch], markersize=7,
+                linestyle="none", gid=f"{arch} mean", zorder=5,
+                label=NAMES[arch])
     ax.axvline(x[0], color=SHOWN_COLOR, linewidth=1, linestyle=":", zorder=0, gid="shown")
-    ax.plot([], [], "o", color=SHOWN_COLOR, markersize=8, markeredgecolor="white", zorder=4,
-            gid="current")
+    ax.plot([], [], "o", markersize=12, markerfacecolor="none", markeredgecolor=SHOWN_COLOR,
+            markeredgewidth=2, zorder=6, gid="current")  # a ring: a marker at the same place shows
     ax.set_xscale("log", base=2)
     ax.set_xlim(lo, hi)
     ax.set_ylim(0.0, 1.02)
-    ax.set_xticks(x, [str(d) for d in LATENT_SIZES])
+    ax.set_xticks(every, [str(v) for v in every])
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("latent size d_c")
+    ax.set_xlabel("numbers cached per token and layer")
     ax.set_ylabel("accuracy")
-    ax.set_title("quality against the latent size", fontsize="medium")
-    ax.legend(loc="lower right", fontsize="x-small")
+    ax.set_title("accuracy against what the cache holds", fontsize="medium")
+    ax.legend(loc="lower right", fontsize="x-small", title_fontsize="x-small",
+              title="MQA, GQA, MHA: mean, bar min–max over seeds" if seeds > 1 else None)
     bars = fig.add_axes([7.0 / width, bottom / height, 3.7 / width, inner])
-    bars.barh([1, 0], [0, 0], height=0.6, color=[MHA_COLOR, MLA_COLOR])
-    for k in range(2):
-        bars.text(0.0, 1 - k, "", va="center", ha="left", fontsize="small", gid=f"count {k}")
-    bars.set_yticks([1, 0], ["MHA", "MLA"])
-    bars.set_ylim(-0.6, 1.6)
+    rows = ("mha", "gqa", "mqa", "mla")
+    bars.barh([3, 2, 1, 0], [0] * 4, height=0.6, color=[COLORS[a] for a in rows])
+    for k in range(4):
+        bars.text(0.0, 3 - k, "", va="center", ha="left", fontsize="small", gid=f"count {k}")
+    bars.set_yticks([3, 2, 1, 0], [NAMES[a] for a in rows])
+    bars.set_ylim(-0.6, 3.6)
     bars.xaxis.set_minor_locator(NullLocator())
     bars.set_xlabel("numbers cached per token and layer")
     bars.set_title("placeholder", fontsize="medium")
-    fig.suptitle("placeholder", fontsize="medium", y=0.98, va="top")
+    fig.suptitle("placeholder", fontsize="medium", y=0.985, va="top")
 
 
-def _draw_latent(latent_size: int, mla: np.ndarray, mha: np.ndarray, cached_mha: int,
-                 cached_mla: tuple[int, ...], fig: Figure | None) -> Figure:
+def _draw_latent(latent_size: int, acc: dict, cached: dict, fig: Figure | None) -> Figure:
     """``draw_latent`` on checked data (``_check_latent``'s)."""
+    mla = acc["mla"]
     seeds = mla.shape[0]
     if fig is None:
         fig = Figure(figsize=LATENT_FIGSIZE)
-    if fig.get_label() != LATENT_LABEL or sum(
-            1 for line in fig.axes[0].lines if str(line.get_gid()).startswith("seed ")) != seeds:
-        _layout_latent(fig, seeds)
+    if fig.get_label() != LATENT_LABEL or fig.__dict__.get("_latent_layout") != (seeds, cached):
+        _layout_latent(fig, seeds, cached)
+        fig._latent_layout = (seeds, cached)
     ax, bars = fig.axes
     i = LATENT_SIZES.index(latent_size)
     lines = {line.get_gid(): line for line in ax.lines}
-    for s in range(seeds):
-        lines[f"seed {s}"].set_ydata(mla[s])
+    if seeds > 1:
+        for s in range(seeds):
+            lines[f"seed {s}"].set_ydata(mla[s])
     mean = mla.mean(axis=0)  # (P,)
     lines["mla mean"].set_ydata(mean)
-    lines["mha mean"].set_ydata([mha.mean()] * 2)
-    lo, hi = ax.get_xlim()
-    (band,) = [c for c in ax.collections if c.get_gid() == "mha band"]
-    band.set_verts([_band(lo, hi, mha.min(), mha.max())])
-    lines["shown"].set_xdata([latent_size, latent_size])
-    lines["current"].set_data([latent_size], [mean[i]])
-    title, less = _latent_texts(latent_size, mla, mha, cached_mha, cached_mla)
-    n = cached_mla[i]
-    top = max(cached_mha, max(cached_mla))
-    for bar, value in zip(bars.patches, (cached_mha, n)):
+    for arch in SHARED:
+        lines[f"{arch} mean"].set_ydata([acc[arch].mean()])
+        if seeds > 1:
+            lines[f"{arch} range"].set_ydata([acc[arch].min(), acc[arch].max()])
+    n = cached["mla"][i]
+    lines["shown"].set_xdata([n, n])
+    lines["current"].set_data([n], [mean[i]])
+    title, less = _latent_texts(latent_size, acc, cached)
+    values = (cached["mha"], cached["gqa"], cached["mqa"], n)
+    top = max(cached["mha"], cached["gqa"], cached["mqa"], max(cached["mla"]))
+    for bar, value in zip(bars.patches, values):
         bar.set_width(value)
     texts = {t.get_gid(): t for t in bars.texts}
-    for k, (value, note) in enumerate(((cached_mha, ""), (n, f"  ({less})"))):
-        texts[f"count {k}"].set_text(f" {value}{note}")
+    for k, value in enumerate(values):
+        texts[f"count {k}"].set_text(f" {value}" + (f"  ({less})" if k == 3 else ""))
         texts[f"count {k}"].set_x(value)
-    bars.set_xlim(0.0, top * 1.3)
-    bars.set_xticks(_ticks(0, top * 1.3, integer=True))
-    bars.set_title(f"MLA with d_c = {latent_size} caches {less}", fontsize="medium")
-    fig.suptitle(title, fontsize="medium", y=0.98, va="top")
+    bars.set_xlim(0.0, top * 1.45)
+    bars.set_xticks(_ticks(0, top * 1.45, integer=True))
+    bars.set_title(f"MLA with d_c = {latent_size} caches {less} than MHA", fontsize="medium")
+    fig.suptitle(title, fontsize="medium", y=0.985, va="top")
     return fig
 
 
 def draw_latent(latent_size: int, accuracy: dict, numbers: dict, *,
                 fig: Figure | None = None) -> Figure:
-    """Left: MLA's accuracy against the latent size d_c (``LATENT_SIZES``, log-2 axis), each
-    seed a faint line, their mean a bold one, MHA's mean a dashed line with its min–max over
-    seeds as a band, d_c = ``latent_size`` marked; y fixed at 0 … 1.02. Right: the numbers MHA
-    and this MLA cache per token and layer, as bars on an axis fixed for every d_c. The titles
-    give this d_c's accuracy (mean, and the seeds' range) and how many times less it caches.
+    """Left: accuracy against the numbers each architecture caches per token and layer (log-2
+    axis): MLA at each d_c of ``LATENT_SIZES`` (mean over seeds, bold; each seed a faint line
+    when there are several), MQA, GQA and MHA one marker each at their mean (with a min–max bar
+    over seeds when there are several), MLA's d_c = ``latent_size`` marked; y fixed at
+    0 … 1.02. Right: the numbers MHA, GQA, MQA and this MLA cache, as bars on an axis fixed for
+    every d_c. The titles give this d_c's accuracy (mean, and the seeds' range), the others'
+    means, and how many times less MLA caches than MHA.
 
     ``accuracy``: {"mla": (S, P) floating tensor, column i the accuracy at LATENT_SIZES[i] of
-    each seed's model, "mha": (S,)}, values in [0, 1]; ``numbers``: {"mha": int, "mla": a
-    tuple of P ints (d_c + d_r for each d_c)}, each ≥ 1. A Figure this function drew is updated
-    in place (rebuilt when the number of seeds changes); any other is cleared and redrawn."""
+    each seed's model, "mqa", "gqa", "mha": (S,) each}, values in [0, 1]; ``numbers``:
+    {"mla": a tuple of P ints (d_c + d_r for each d_c), "mqa", "gqa", "mha": an int each},
+    each ≥ 1. A Figure this function drew is updated in place (rebuilt when the number of
+    seeds or the numbers change); any other is cleared and redrawn."""
     latent_size = _one_of("latent_size", latent_size, LATENT_SIZES, "LATENT_SIZES")
     checked = _check_latent(accuracy, numbers)
     check_figure("fig", fig, optional=True)
@@ -445,11 +479,13 @@ def _synthetic() -> tuple[dict, int, dict, dict]:
                 x[-1] = torch.nan  # the last position has no target
                 losses[model][policy][r] = x
     S, P = 3, len(LATENT_SIZES)
-    mean = torch.tensor([0.35, 0.62, 0.9, 0.97, 0.99], dtype=torch.float64)
+    mean = torch.tensor([0.85, 0.99, 1.0], dtype=torch.float64)
     mla = (mean + 0.04 * torch.randn(S, P, generator=g, dtype=torch.float64)).clamp(0, 1)
-    mha = (0.99 + 0.01 * torch.randn(S, generator=g, dtype=torch.float64)).clamp(0, 1)
-    accuracy = {"mla": mla, "mha": mha}
-    numbers_ = {"mha": 64, "mla": tuple(d + 4 for d in LATENT_SIZES)}  # d_c + d_r, d_r = 4
+    accuracy = {"mla": mla}
+    for arch, level in (("mqa", 0.87), ("gqa", 0.99), ("mha", 1.0)):
+        accuracy[arch] = (level + 0.03 * torch.randn(S, generator=g, dtype=torch.float64)).clamp(0, 1)
+    # d_c + d_r (d_r = 4); 2·G·d_h with 8 heads of d_h = 4: MQA G = 1, GQA G = 2, MHA G = 8
+    numbers_ = {"mla": tuple(d + 4 for d in LATENT_SIZES), "mqa": 8, "gqa": 16, "mha": 64}
     return losses, L, accuracy, numbers_
 
 

@@ -101,10 +101,13 @@ def mha_reference(m: MultiHeadAttention, queries, keys, values, valid_lens=None,
     """softmax(q kᵀ/√d) v per head, keys past the valid length and (causal) in a query's future
     or W or more positions behind it (``m.window``) hidden, query i at position K − Q + i (for
     the causal mask and for RoPE); with ``m.sink_logits``, the softmax over the scores and one
-    more column holding the head's logit, that column dropped; (B, Q, N)."""
-    H = m.num_heads
-    q, k, v = (transpose_qkv(linear(layer, x), H) for layer, x in (
-        (m.W_q, queries), (m.W_k, keys), (m.W_v, values)))  # (B, H, T, d)
+    more column holding the head's logit, that column dropped; with G = ``m.num_kv_heads`` < H
+    key-value heads each repeated H/G times (query head h reads head h // (H/G)); with
+    ``m.gate`` the heads' output times sigmoid(W_g queries) before W_o; (B, Q, N)."""
+    H, G = m.num_heads, m.num_kv_heads
+    q = transpose_qkv(linear(m.W_q, queries), H)  # (B, H, Q, d)
+    k, v = (transpose_qkv(linear(layer, x), G).repeat_interleave(H // G, dim=1) for layer, x in (
+        (m.W_k, keys), (m.W_v, values)))  # (B, H, K, d)
     B, _, Q, d = q.shape
     K = k.shape[-2]
     take = torch.ones(B, 1, Q, K, dtype=torch.bool)
@@ -128,7 +131,10 @@ def mha_reference(m: MultiHeadAttention, queries, keys, values, valid_lens=None,
     else:  # one more column holding each head's sink logit, dropped after the softmax
         sink = m.sink_logits.detach().double()[None, :, None, None].expand(*scores.shape[:-1], 1)
         w = torch.cat([scores, sink], dim=-1).softmax(-1)[..., :-1]  # (B, H, Q, K)
-    return linear(m.W_o, transpose_output(w @ v))
+    heads = transpose_output(w @ v)  # (B, Q, N)
+    if m.gate:
+        heads = heads * torch.sigmoid(linear(m.W_g, queries))
+    return linear(m.W_o, heads)
 
 
 def block_reference(b: TransformerBlock, X, valid_lens=None, causal=False) -> torch.Tensor:
@@ -198,6 +204,10 @@ MHA_SINK = seeded(lambda: random_sinks(MultiHeadAttention(8, 2, query_size=4, ke
                                                           rotary=True, window=3, sink=True)))
 MHA_WIN_ALIBI = seeded(lambda: random_sinks(MultiHeadAttention(8, 2, query_size=4, key_size=6, value_size=5,
                                                                position_bias="alibi", window=2, sink=True)))
+MHA_GQA = seeded(lambda: random_sinks(MultiHeadAttention(8, 4, query_size=4, key_size=6, value_size=5,
+                                                         rotary=True, window=3, sink=True, num_kv_heads=2,
+                                                         gate=True, bias=True)))
+MHA_MQA = seeded(lambda: MultiHeadAttention(8, 4, query_size=4, key_size=6, value_size=5, num_kv_heads=1))
 BLOCK_WS = seeded(lambda: random_sinks(TransformerBlock(8, 2, 12, rotary=True, window=2, sink=True)))
 LM_WS = seeded(lambda: random_sinks(DecoderLM(5, 8, 2, 2, max_len=6, positional="rope", window=[2, None],
                                               sink=True)))
@@ -214,6 +224,18 @@ def prefilled(module, *args, **kwargs) -> KVCache:
     cache = module.new_cache() if cache is None else cache
     with torch.no_grad():
         module(*args, cache=cache, **kwargs)
+    return cache
+
+
+MHA_EVICT = seeded(lambda: MultiHeadAttention(8, 2, query_size=4, key_size=4, value_size=4, rotary=True))
+
+
+def evicting_prefilled() -> KVCache:
+    """A KVCache(window=2, sinks=1) that MHA_EVICT has fed three tokens (causal self-attention)."""
+    cache = KVCache(window=2, sinks=1)
+    x = rand(2, 3, 4)
+    with torch.no_grad():
+        MHA_EVICT(x, x, x, causal=True, cache=cache)
     return cache
 
 
@@ -246,23 +268,29 @@ SPECS: list[Spec] = [
     Spec("helpers.multihead.MultiHeadAttention", call=MultiHeadAttention,
          good=lambda: dict(num_hiddens=8, num_heads=2, dropout=0.0, bias=False, query_size=None,
                            key_size=None, value_size=None, rotary=False, rotary_base=10000.0,
-                           rotary_scale=1.0, position_bias=None, window=None, sink=False),
+                           rotary_scale=1.0, position_bias=None, window=None, sink=False,
+                           num_kv_heads=None, gate=False),
          rules={"num_hiddens": "size", "num_heads": "size", "dropout": "probability", "bias": "flag",
                 "query_size": "size or None", "key_size": "size or None", "value_size": "size or None",
                 "rotary": "flag", "rotary_base": "above one", "rotary_scale": "positive",
-                "position_bias": OneOf((None, *POSITION_BIASES)), "window": "size or None", "sink": "flag"},
+                "position_bias": OneOf((None, *POSITION_BIASES)), "window": "size or None", "sink": "flag",
+                "num_kv_heads": "size or None", "gate": "flag"},
          valid=lambda kw: kw["num_hiddens"] % kw["num_heads"] == 0 and (
+             kw["num_kv_heads"] is None or kw["num_heads"] % kw["num_kv_heads"] == 0) and (
              not kw["rotary"] or kw["num_hiddens"] // kw["num_heads"] % 2 == 0) and (
              kw["rotary"] or kw["rotary_scale"] == 1),
          check=lambda m, kw: isinstance(m, MultiHeadAttention) and m.W_o.out_features == kw["num_hiddens"]
          and m.W_k.in_features == (kw["key_size"] or kw["num_hiddens"]) and m.num_heads == kw["num_heads"]
          and (m.W_q.bias is not None) == bool(kw["bias"]) and m.position_bias == kw["position_bias"]
          and hasattr(m, "relative_bias") == (kw["position_bias"] == "t5") and m.window == kw["window"]
-         and (m.sink_logits is not None) == bool(kw["sink"]),
+         and (m.sink_logits is not None) == bool(kw["sink"]) and (m.W_g is not None) == bool(kw["gate"])
+         and m.num_kv_heads == (kw["num_kv_heads"] or kw["num_heads"])
+         and m.W_k.out_features == m.num_kv_heads * (kw["num_hiddens"] // kw["num_heads"]),
          bad=[Case("rotary-odd-head", lambda kw: kw.update(num_hiddens=6, rotary=True)),
               Case("heads-3-of-8", lambda kw: kw.update(num_heads=3)),
               Case("rotary_scale-without-rotary", lambda kw: kw.update(rotary_scale=0.5), r"rotary_scale must"),
-              Case("position_bias-rope", lambda kw: kw.update(position_bias="rope"), r"position_bias must")],
+              Case("position_bias-rope", lambda kw: kw.update(position_bias="rope"), r"position_bias must"),
+              Case("kv-heads-not-dividing", lambda kw: kw.update(num_kv_heads=3), r"num_kv_heads must divide")],
          edge=[Case("rotary-head-2", lambda kw: kw.update(num_hiddens=4, rotary=True),
                     lambda m, kw: m.rotary and m.num_heads == 2),
                Case("rotary_scale-0.25", lambda kw: kw.update(rotary=True, rotary_scale=0.25),
@@ -367,6 +395,31 @@ SPECS: list[Spec] = [
               Case("sink-K-0", lambda kw: kw.update(module=MHA_SINK, keys=rand(2, 0, 6), values=rand(2, 0, 5),
                                                     valid_lens=None),
                    lambda out, kw: out.shape == (2, 3, 8) and bool((out == 0).all())),
+              Case("gqa-gate-sink-window", lambda kw: kw.update(module=MHA_GQA),
+                   lambda out, kw: close(out, mha_reference(MHA_GQA, kw["queries"], kw["keys"], kw["values"],
+                                                            kw["valid_lens"], True))),
+              Case("gqa-gate-sdpa", lambda kw: kw.update(module=MHA_GQA, need_weights=False),
+                   lambda out, kw: close(out, mha_reference(MHA_GQA, kw["queries"], kw["keys"], kw["values"],
+                                                            kw["valid_lens"], True))),
+              Case("mqa-sdpa-no-lens", lambda kw: kw.update(module=MHA_MQA, need_weights=False, valid_lens=None),
+                   lambda out, kw: close(out, mha_reference(MHA_MQA, kw["queries"], kw["keys"], kw["values"],
+                                                            None, True))),
+              Case("gqa-cache-continues", lambda kw: kw.update(
+                  module=MHA_GQA,
+                  cache=prefilled(MHA_GQA, rand(2, 2, 4), rand(2, 5, 6)[:, :3], rand(2, 5, 5)[:, :3], causal=True),
+                  keys=rand(2, 5, 6)[:, 3:], values=rand(2, 5, 5)[:, 3:], valid_lens=None),
+                   lambda out, kw: close(out, mha_reference(MHA_GQA, rand(2, 3, 4), rand(2, 5, 6),
+                                                            rand(2, 5, 5), None, True))
+                   and kw["cache"].keys.shape == (2, 2, 5, 2))]
+           + [Case(f"{kind}-Q-gt-K{'-sdpa' if not weights else ''}", lambda kw, kind=kind, weights=weights: kw.update(
+                  module=MHA_BIAS[kind], queries=rand(2, 7, 4), valid_lens=None, need_weights=weights),
+                   lambda out, kw, kind=kind: close(out, mha_reference(
+                       MHA_BIAS[kind], kw["queries"], kw["keys"], kw["values"], None, True)))
+              for kind in POSITION_BIASES for weights in (True, False)]
+           + [Case("evicting-cache-Q-0", lambda kw: kw.update(
+                  queries=rand(2, 0, 4), keys=rand(2, 0, 4), values=rand(2, 0, 4), valid_lens=None,
+                  module=MHA_EVICT, cache=evicting_prefilled()),
+                   lambda out, kw: out.shape == (2, 0, 8) and kw["cache"].seen == 3),
               Case("sink-weights-below-1", lambda kw: kw.update(module=MHA_SINK, valid_lens=None),
                    lambda out, kw: MHA_SINK.attention_weights.shape == (2, 2, 3, 5)
                    and bool((MHA_SINK.attention_weights.sum(-1) < 1).all()))]),
@@ -374,16 +427,16 @@ SPECS: list[Spec] = [
          call=lambda module=MHA_BIAS["alibi"], **kw: module.score_bias(**kw),
          good=lambda: dict(num_queries=3, num_keys=5),
          rules={"num_queries": "count", "num_keys": "count"},
-         valid=lambda kw: kw["num_queries"] <= kw["num_keys"],
          check=lambda out, kw: out.dtype == torch.float32 and close(
              out, bias_reference(MHA_BIAS["alibi"], int(kw["num_queries"]), int(kw["num_keys"]))),
-         bad=[Case("no-position-bias", lambda kw: kw.update(module=MHA), r"position_bias must"),
-              Case("Q-gt-K", lambda kw: kw.update(num_queries=6), r"num_queries must")],
+         bad=[Case("no-position-bias", lambda kw: kw.update(module=MHA), r"position_bias must")],
          edge=[Case("t5", lambda kw: kw.update(module=MHA_BIAS["t5"], num_queries=4, num_keys=200),
                     lambda out, kw: close(out, bias_reference(MHA_BIAS["t5"], 4, 200))),
                Case("float64-module", lambda kw: kw.update(module=seeded(lambda: MultiHeadAttention(
                    8, 2, position_bias="alibi").double())), lambda out, kw: out.dtype == torch.float64),
-               Case("0-0", lambda kw: kw.update(num_queries=0, num_keys=0), lambda out, kw: out.shape == (2, 0, 0))]),
+               Case("0-0", lambda kw: kw.update(num_queries=0, num_keys=0), lambda out, kw: out.shape == (2, 0, 0)),
+               Case("Q-gt-K", lambda kw: kw.update(num_queries=6, num_keys=2),
+                    lambda out, kw: close(out, bias_reference(MHA_BIAS["alibi"], 6, 2)))]),
     Spec("helpers.multihead.alibi_slopes", call=alibi_slopes, good=lambda: dict(num_heads=8),
          rules={"num_heads": "size"},
          check=lambda out, kw: out.dtype == torch.float64 and close(out, torch.tensor(

@@ -70,6 +70,19 @@ SPECS: list[Spec] = [
             Case("K-0", lambda kw: kw.update(scores=rand(B, Q, 0), mask=None),
                  lambda out, kw: out.shape == (B, Q, 0)),
             Case("huge-scores", lambda kw: kw.update(scores=rand(B, Q, K) * 1e4), _check),
+            Case("nan-sink-tensor-row-nan", lambda kw: kw.update(sink=torch.tensor([[0.0], [math.nan], [1.0]])),
+                 lambda out, kw: bool(out[:, 1].isnan().all()) and not out[:, 0].isnan().any()
+                 and not out[:, 2].isnan().any()),
+            Case("nan-visible-score-row-nan", lambda kw: kw.update(
+                scores=rand(B, Q, K).index_put((torch.tensor(0), torch.tensor(0), torch.tensor(2)),
+                                               torch.tensor(math.nan))),
+                 lambda out, kw: bool(out[0, 0].isnan().all()) and not out[0, 1:].isnan().any()
+                 and not out[1].isnan().any()),
+            Case("nan-hidden-score-changes-nothing", lambda kw: kw.update(
+                scores=rand(B, Q, K).index_put((torch.tensor(0), torch.tensor(2), torch.tensor(1)),
+                                               torch.tensor(math.nan))),
+                 lambda out, kw: torch.allclose(out.double(), sink_reference(
+                     rand(B, Q, K), kw["sink"], kw["mask"]), atol=1e-6)),
             Case("inputs-kept", lambda kw: kw.update(scores=torch.zeros(B, Q, K), sink=torch.zeros(Q, 1)),
                  lambda out, kw: bool((kw["scores"] == 0).all()) and bool((kw["sink"] == 0).all())
                  and _check(out, kw))]),

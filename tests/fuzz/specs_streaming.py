@@ -99,7 +99,10 @@ def _decoder_right(m, kw) -> bool:
         d_r = 4 if kw["rope_size"] is None else kw["rope_size"]
         return m.kv_numbers_per_token() == kw["latent_size"] + d_r
     att = m.blocks[0].attention
-    if att.window != kw["window"] or att.sink != bool(kw["sink"]):
+    if att.window != kw["window"] or att.sink != bool(kw["sink"]) or att.gate != bool(kw["gate"]):
+        return False
+    G = H if kw["num_kv_heads"] is None else kw["num_kv_heads"]
+    if att.num_kv_heads != G or m.kv_numbers_per_token() != 2 * G * (N // H):
         return False
     return not kw["sink"] or all(
         torch.allclose(b.attention.sink_logits, torch.tensor(float(kw["sink_init"])).float())
@@ -200,8 +203,10 @@ def _decoder_valid(kw) -> bool:
     if kw["sink_init"] != 0 and not kw["sink"]:
         return False
     if kw["latent_size"] is None:
-        return kw["rope_size"] is None and N % H == 0 and (N // H) % 2 == 0
-    return (kw["window"] is None and not kw["sink"] and N >= H
+        return (kw["rope_size"] is None and N % H == 0 and (N // H) % 2 == 0
+                and (kw["num_kv_heads"] is None or H % kw["num_kv_heads"] == 0))
+    return (kw["window"] is None and not kw["sink"] and N >= H and kw["num_kv_heads"] is None
+            and not kw["gate"]
             and (kw["rope_size"] is None or kw["rope_size"] % 2 == 0))
 
 
@@ -246,11 +251,13 @@ SPECS: list[Spec] = [
     Spec("helpers.streaming.TinyDecoder", call=TinyDecoder,
          good=lambda: dict(vocab_size=5, num_hiddens=8, num_heads=2, num_layers=1,
                            num_outputs=None, window=3, sink=True, sink_init=0.5,
-                           latent_size=None, rope_size=None, ffn=False),
+                           latent_size=None, rope_size=None, ffn=False, num_kv_heads=None,
+                           gate=False),
          rules={"vocab_size": "size", "num_hiddens": "size", "num_heads": "size",
                 "num_layers": "size", "num_outputs": "size or None", "window": "size or None",
                 "sink": "flag", "sink_init": "finite", "latent_size": "size or None",
-                "rope_size": "count or None", "ffn": "flag"},
+                "rope_size": "count or None", "ffn": "flag", "num_kv_heads": "size or None",
+                "gate": "flag"},
          valid=_decoder_valid, check=_decoder_right,
          bad=[Case("num_heads=3", lambda kw: kw.update(num_heads=3),
                    r"num_hiddens must be divisible by num_heads"),
@@ -259,14 +266,17 @@ SPECS: list[Spec] = [
                    r"rope_size must be an even int >= 0 or None, got 3"),
               Case("MLA with a window", lambda kw: kw.update(latent_size=2, sink=False,
                                                              sink_init=0.0),
-                   r"latent_size must be None with window or sink")],
+                   r"latent_size must be None with window, sink, num_kv_heads or gate"),
+              Case("num_kv_heads=3", lambda kw: kw.update(num_kv_heads=3),
+                   r"num_kv_heads must divide num_heads=2, got 3")],
          edge=[Case("MLA", lambda kw: kw.update(latent_size=3, window=None, sink=False,
                                                 sink_init=0.0, ffn=True), _decoder_right),
                Case("MLA rope_size=0", lambda kw: kw.update(latent_size=3, rope_size=0,
                                                             window=None, sink=False, sink_init=0.0),
                     _decoder_right),
                Case("num_outputs=21 L=3", lambda kw: kw.update(num_outputs=21, num_layers=3),
-                    _decoder_right)]),
+                    _decoder_right),
+               Case("MQA gate", lambda kw: kw.update(num_kv_heads=1, gate=True), _decoder_right)]),
     Spec("helpers.streaming.TinyDecoder.forward",
          call=lambda model=None, **kw: (model or _model())(**kw),
          good=lambda: dict(tokens=_tokens(), cache=None),
@@ -286,6 +296,7 @@ SPECS: list[Spec] = [
          edge=[Case(f"{name}", lambda kw, extra=extra: kw.update(model=_model(**extra)),
                     _forward_right)
                for name, extra in (("window=2 sink", dict(window=2, sink=True, sink_init=0.3)),
+                                   ("MQA gate", dict(num_kv_heads=1, gate=True, sink=True)),
                                    ("ffn num_outputs", dict(ffn=True, num_outputs=3)))]
          + [Case("full cache", lambda kw: kw.update(cache=_model().new_cache()), _forward_right),
             Case("MLA full cache", lambda kw: kw.update(model=_model(latent_size=3),

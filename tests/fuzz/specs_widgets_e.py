@@ -24,7 +24,8 @@ from tests.test_widgets_kv_economy import (latent_title_by_hand, running_mean_by
 MODELS = ("softmax", "sink logit")  # kv.MODELS, written out
 POLICIES = ("dense", "window", "sinks + window")
 RECENT = (2, 4, 8, 16)
-LATENT_SIZES = (1, 2, 4, 8, 16)
+LATENT_SIZES = (4, 8, 12)
+SHARED = ("mqa", "gqa", "mha")  # one accuracy per seed, one cache size
 P = len(LATENT_SIZES)
 T = 30  # the spec's positions: train_length 1 … 29 is valid (NaN only at position 0)
 FIG = lambda v: v is None or isinstance(v, Figure)  # noqa: E731  a draw function's ``fig``
@@ -156,14 +157,16 @@ STREAMING = [
 
 # ------------------------------------------------------------------ the latent view
 def _accuracy(seeds: int = 3, dtype: torch.dtype = torch.float64) -> dict:
-    mean = torch.tensor([0.3, 0.55, 0.85, 0.95, 0.97], dtype=torch.float64)
+    mean = torch.tensor([0.55, 0.85, 0.95], dtype=torch.float64)
     spread = torch.linspace(-0.03, 0.03, seeds, dtype=torch.float64)[:, None]
     return {"mla": (mean + spread).clamp(0, 1).to(dtype),
+            "mqa": torch.linspace(0.6, 0.8, seeds, dtype=torch.float64).to(dtype),
+            "gqa": torch.linspace(0.9, 0.94, seeds, dtype=torch.float64).to(dtype),
             "mha": torch.linspace(0.97, 1.0, seeds, dtype=torch.float64).to(dtype)}
 
 
 def _numbers() -> dict:
-    return {"mha": 64, "mla": (5, 6, 8, 12, 20)}
+    return {"mla": (8, 12, 16), "mqa": 8, "gqa": 16, "mha": 64}
 
 
 def _fractions(v: object, shape: tuple[int, ...]) -> bool:
@@ -178,24 +181,25 @@ def _count(v: object) -> bool:
 
 @dataclass(frozen=True)
 class Accuracy:
-    """{"mla": (S, P) floating tensor, "mha": (S,)}, S ≥ 1, values in [0, 1]."""
+    """{"mla": (S, P) floating tensor, "mqa", "gqa", "mha": (S,) each}, S ≥ 1, values in [0, 1]."""
 
     def __call__(self, v: object) -> bool:
-        if not (isinstance(v, dict) and set(v) == {"mla", "mha"} and len(v) == 2):
+        if not (isinstance(v, dict) and set(v) == {"mla", *SHARED} and len(v) == 4):
             return False
         mla = v["mla"]
         return (isinstance(mla, torch.Tensor) and mla.dim() == 2 and mla.shape[0] >= 1
                 and _fractions(mla, (mla.shape[0], P))
-                and _fractions(v["mha"], (mla.shape[0],)))
+                and all(_fractions(v[arch], (mla.shape[0],)) for arch in SHARED))
 
     def extra_values(self) -> list[tuple[str, object]]:
         good = _accuracy()
         return [("good", good), ("one-seed", _accuracy(1)), ("float32", _accuracy(3, torch.float32)),
-                ("[]", []), ("missing-mha", {"mla": good["mla"]}),
-                ("extra-key", {**good, "gqa": good["mha"]}),
+                ("[]", []), ("missing-mha", {k: v for k, v in good.items() if k != "mha"}),
+                ("extra-key", {**good, "gqa4": good["mha"]}),
                 ("one-d-short", {**good, "mla": good["mla"][:, 1:]}),
-                ("no-seeds", {"mla": good["mla"][:0], "mha": good["mha"][:0]}),
+                ("no-seeds", {k: v[:0] for k, v in good.items()}),
                 ("mha-seeds-differ", {**good, "mha": good["mha"][:2]}),
+                ("gqa-seeds-differ", {**good, "gqa": good["gqa"][:1]}),
                 ("mla-rank-1", {**good, "mla": good["mla"][0]}),
                 ("mha-rank-2", {**good, "mha": good["mha"][None]}),
                 ("numpy", {**good, "mla": good["mla"].numpy()}),
@@ -203,33 +207,36 @@ class Accuracy:
                 ("bool", {**good, "mla": good["mla"] > 0.5}),
                 ("meta", {**good, "mla": torch.empty(3, P, device="meta")}),
                 ("nan", {**good, "mla": good["mla"] * math.nan}),
+                ("mqa-nan", {**good, "mqa": good["mqa"] * math.nan}),
                 ("above-1", {**good, "mha": good["mha"] + 0.5}),
                 ("negative", {**good, "mla": -good["mla"]})]
 
 
 @dataclass(frozen=True)
 class Numbers:
-    """{"mha": an int ≥ 1, "mla": a tuple (or list) of P ints ≥ 1}."""
+    """{"mla": a tuple (or list) of P ints ≥ 1, "mqa", "gqa", "mha": an int ≥ 1 each}."""
 
     def __call__(self, v: object) -> bool:
-        if not (isinstance(v, dict) and set(v) == {"mla", "mha"} and len(v) == 2):
+        if not (isinstance(v, dict) and set(v) == {"mla", *SHARED} and len(v) == 4):
             return False
         mla = v["mla"]
-        return (_count(v["mha"]) and isinstance(mla, (tuple, list)) and len(mla) == P
-                and all(_count(n) for n in mla))
+        return (all(_count(v[arch]) for arch in SHARED) and isinstance(mla, (tuple, list))
+                and len(mla) == P and all(_count(n) for n in mla))
 
     def extra_values(self) -> list[tuple[str, object]]:
         good = _numbers()
         return [("good", good), ("list", {**good, "mla": list(good["mla"])}),
-                ("numpy-ints", {"mha": np.int64(64), "mla": tuple(np.int32(n) for n in good["mla"])}),
-                ("mla-more-than-mha", {"mha": 4, "mla": good["mla"]}),
-                ("[]", []), ("missing-mla", {"mha": 64}), ("extra-key", {**good, "gqa": 32}),
+                ("numpy-ints", {**{k: np.int64(good[k]) for k in SHARED},
+                                "mla": tuple(np.int32(n) for n in good["mla"])}),
+                ("mla-more-than-mha", {**good, "mha": 4}),
+                ("[]", []), ("missing-mla", {k: good[k] for k in SHARED}),
+                ("extra-key", {**good, "gqa4": 32}),
                 ("mha-0", {**good, "mha": 0}), ("mha-float", {**good, "mha": 64.0}),
-                ("mha-bool", {**good, "mha": True}), ("mha-tensor", {**good, "mha": torch.tensor(64)}),
+                ("mqa-bool", {**good, "mqa": True}), ("gqa-tensor", {**good, "gqa": torch.tensor(16)}),
                 ("mla-short", {**good, "mla": good["mla"][:-1]}),
                 ("mla-tensor", {**good, "mla": torch.tensor(good["mla"])}),
-                ("mla-zero", {**good, "mla": (0, 6, 8, 12, 20)}),
-                ("mla-float", {**good, "mla": (5.0, 6, 8, 12, 20)}),
+                ("mla-zero", {**good, "mla": (0, 12, 16)}),
+                ("mla-float", {**good, "mla": (8.0, 12, 16)}),
                 ("mla-none", {**good, "mla": None})]
 
 
@@ -238,21 +245,23 @@ def _latent_right(fig: Figure, kw: dict) -> bool:
     if not (isinstance(fig, Figure) and fig.get_label() == "kv_economy.latent"
             and len(fig.axes) == 2):
         return False
-    mla, mha = accuracy["mla"].double().numpy(), accuracy["mha"].double().numpy()
+    acc = {k: v.double() for k, v in accuracy.items()}
+    nums = {k: int(numbers[k]) for k in SHARED} | {"mla": tuple(int(n) for n in numbers["mla"])}
+    mla = acc["mla"].numpy()
     left, bars = fig.axes
     lines = {line.get_gid(): line for line in left.lines}
     i = LATENT_SIZES.index(d)
-    return (all(np.allclose(lines[f"seed {s}"].get_ydata(), mla[s]) for s in range(len(mla)))
-            and f"seed {len(mla)}" not in lines
+    seeds = len(mla)
+    return ((seeds == 1 or all(np.allclose(lines[f"seed {s}"].get_ydata(), mla[s])
+                               for s in range(seeds)))
+            and f"seed {seeds if seeds > 1 else 0}" not in lines
             and np.allclose(lines["mla mean"].get_ydata(), mla.mean(0))
-            and np.allclose(lines["mha mean"].get_ydata(), mha.mean())
-            and list(lines["current"].get_xdata()) == [d]
-            and [p.get_width() for p in bars.patches] == [int(numbers["mha"]),
-                                                          int(numbers["mla"][i])]
+            and all(np.allclose(lines[f"{a} mean"].get_ydata(), acc[a].mean().item()) for a in SHARED)
+            and list(lines["current"].get_xdata()) == [nums["mla"][i]]
+            and [p.get_width() for p in bars.patches] == [nums["mha"], nums["gqa"], nums["mqa"],
+                                                          nums["mla"][i]]
             and left.get_ylim() == (0.0, 1.02)
-            and fig._suptitle.get_text() == latent_title_by_hand(
-                d, {"mla": torch.from_numpy(mla), "mha": torch.from_numpy(mha)},
-                {"mha": int(numbers["mha"]), "mla": tuple(int(n) for n in numbers["mla"])}))
+            and fig._suptitle.get_text() == latent_title_by_hand(d, acc, nums))
 
 
 LATENT_RULES = {"latent_size": Choice(LATENT_SIZES), "accuracy": Accuracy(), "numbers": Numbers()}
@@ -260,16 +269,16 @@ LATENT = [
     Spec("helpers.widgets.kv_economy.draw_latent", call=kv.draw_latent,
          good=lambda: dict(latent_size=4, accuracy=_accuracy(), numbers=_numbers(), fig=None),
          rules={**LATENT_RULES, "fig": FIG},
-         # MLA caching more than MHA reads "× more"; the title written out says "× less" only
+         # MLA caching more than MHA reads "× more than MHA"; the title written out says "× less" only
          check=lambda out, kw: _latent_right(out, kw) if all(
              int(kw["numbers"]["mha"]) >= int(n) for n in kw["numbers"]["mla"])
-         else "more)" in out._suptitle.get_text(),
+         else "more than MHA)" in out._suptitle.get_text(),
          edge=[Case("foreign-fig", lambda kw: kw.update(fig=_foreign()), _latent_right),
                Case("other-view-fig", lambda kw: kw.update(fig=ww.draw_reach(3, 2)),
                     _latent_right),
                Case("own-fig-other-seeds", lambda kw: kw.update(
-                   fig=kv.draw_latent(1, _accuracy(5), _numbers())), _latent_right),
-               Case("numpy-int", lambda kw: kw.update(latent_size=np.int64(16)), _latent_right)]),
+                   fig=kv.draw_latent(4, _accuracy(5), _numbers())), _latent_right),
+               Case("numpy-int", lambda kw: kw.update(latent_size=np.int64(12)), _latent_right)]),
     Spec("helpers.widgets.kv_economy.latent_view", call=kv.latent_view,
          good=lambda: dict(accuracy=_accuracy(), numbers=_numbers(), latent_size=8),
          rules=LATENT_RULES,
@@ -277,7 +286,7 @@ LATENT = [
          and _control(out, "latent size d_c").value == kw["latent_size"]
          and (_latent_right(out.result, kw) if all(
              int(kw["numbers"]["mha"]) >= int(n) for n in kw["numbers"]["mla"])
-             else "more)" in out.result._suptitle.get_text())),
+             else "more than MHA)" in out.result._suptitle.get_text())),
 ]
 
 SPECS: list[Spec] = STREAMING + LATENT + [
