@@ -11,6 +11,7 @@ values). Tokens are long ids: keys in [0, num_keys), values in [0, num_values).
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -155,7 +156,9 @@ class RecallModel(nn.Module):
       (``recurrent_states`` without beta): the delta rule without its correction;
     * ``"decay"``: the additive state multiplied by a learnt decay γ before each write,
       S_t = γ S_{t−1} + k̂_t v_tᵀ (RetNet's decay, Sun et al. 2023, learnt here), read as q̂ᵀS;
-      γ = sigmoid(``decay_logit``) in (0, 1), starts at sigmoid(3) ≈ 0.95;
+      γ = sigmoid(``decay_logit``) in (0, 1), starts at sigmoid(3) ≈ 0.95; or, with
+      ``decay=γ`` (a float in (0, 1), this kind only), frozen at γ: ``decay_logit`` is then a
+      buffer, not a parameter, and training leaves it as it is;
     * ``"delta"``: the delta rule (DeltaNet; Schlag et al. 2021) with unit keys, each write
       S ← S + β k̂ (v − Sᵀk̂)ᵀ, read as q̂ᵀS; its step β = sigmoid(``beta_logit``) in (0, 1) is
       learnt (starts at 0.5);
@@ -170,7 +173,8 @@ class RecallModel(nn.Module):
     and delta_token's w, b.
     """
 
-    def __init__(self, num_keys: int, num_values: int, size: int, kind: str) -> None:
+    def __init__(self, num_keys: int, num_values: int, size: int, kind: str, *,
+                 decay: float | None = None) -> None:
         super().__init__()
         self.num_keys = check_positive_int("num_keys", num_keys)
         self.num_values = check_positive_int("num_values", num_values)
@@ -178,6 +182,13 @@ class RecallModel(nn.Module):
         if not isinstance(kind, str) or kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         self.kind = kind
+        if decay is not None:
+            if kind != "decay":
+                raise ValueError(f"decay must be None for kind {kind!r} (a frozen γ is for kind "
+                                 f"'decay' only), got {decay!r:.60}")
+            decay = check_real("decay", decay, above=0.0)
+            if decay >= 1:
+                raise ValueError(f"decay must be in (0, 1) (the frozen γ), got {decay}")
         D = self.size
         self.key_embedding = nn.Embedding(self.num_keys, D)  # e(key), for keys and queries
         self.value_embedding = nn.Embedding(self.num_values, D)  # u(value)
@@ -186,7 +197,10 @@ class RecallModel(nn.Module):
         self.W_v = nn.Linear(D, D, bias=False)
         self.readout = nn.Linear(D, self.num_values)
         self.beta_logit = nn.Parameter(torch.zeros(())) if kind == "delta" else None
-        self.decay_logit = nn.Parameter(torch.tensor(3.0)) if kind == "decay" else None
+        if decay is not None:  # frozen: a buffer, which Adam never sees
+            self.register_buffer("decay_logit", torch.tensor(math.log(decay / (1 - decay))))
+        else:
+            self.decay_logit = nn.Parameter(torch.tensor(3.0)) if kind == "decay" else None
         self.beta_proj = None
         if kind == "delta_token":
             self.beta_proj = nn.Linear(D, 1)

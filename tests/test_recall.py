@@ -520,3 +520,32 @@ def test_train_with_rewrites_draws_batches_with_rewritten_keys():
         return recall.train(model, steps=3, pairs=8, seed=1, **kwargs)
     assert losses() == losses(rewrite_share=0.0)
     assert losses() != losses(rewrite_share=0.5)
+
+
+def test_a_frozen_decay_stays_where_it_was_put_and_reads_like_the_learnt_one():
+    frozen = RecallModel(9, 5, 4, "decay", decay=0.9)
+    assert abs(frozen.decay.item() - 0.9) < 1e-6
+    assert [name for name, _ in frozen.named_parameters()] == [
+        name for name, _ in RecallModel(9, 5, 4, "additive").named_parameters()]  # γ not among them
+    learnt = RecallModel(9, 5, 4, "decay")
+    learnt.load_state_dict(frozen.state_dict())  # the same weights, γ = 0.9 as a parameter
+    keys, values, queries, _ = recall.make_batch(2, 5, num_keys=9, num_values=5, rewrites=2,
+                                                 generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(frozen(keys, values, queries), learnt(keys, values, queries))
+    before = frozen.decay_logit.clone()
+    recall.train(frozen, steps=3, seed=1)
+    assert torch.equal(frozen.decay_logit, before)  # trained, γ untouched
+    assert abs(frozen.double().decay.item() - 0.9) < 1e-6
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(kind="delta", decay=0.9), r"decay must be None for kind 'delta' \(a frozen γ is for kind 'decay' only\), got 0.9"),
+    (dict(kind="decay", decay=1.0), r"decay must be in \(0, 1\) \(the frozen γ\), got 1.0"),
+    (dict(kind="decay", decay=0.0), r"decay must be a finite number > 0.0, got 0.0"),
+    (dict(kind="decay", decay=float("nan")), r"decay must be a finite number > 0.0, got nan"),
+    (dict(kind="decay", decay=True), r"decay must be a finite number > 0.0, got True"),
+])
+def test_a_frozen_decay_is_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RecallModel(9, 5, 4, **kwargs)

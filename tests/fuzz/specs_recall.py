@@ -232,7 +232,9 @@ SPECS: list[Spec] = [
                         out[0][:, :6].sort(dim=1).values, torch.arange(6).expand(3, 6)))]),
     Spec("helpers.recall.RecallModel", call=RecallModel,
          good=lambda: dict(num_keys=6, num_values=4, size=3, kind="delta"),
-         rules={"num_keys": "size", "num_values": "size", "size": "size", "kind": OneOf(KINDS)},
+         rules={"num_keys": "size", "num_values": "size", "size": "size", "kind": OneOf(KINDS),
+                "decay": Real(0.0, 1.0, lo_open=True, hi_open=True, optional=True)},
+         valid=lambda kw: kw.get("decay") is None or kw["kind"] == "decay",  # a frozen γ: decay's
          check=lambda m, kw: (
              m.key_embedding.weight.shape == (kw["num_keys"], kw["size"])
              and m.value_embedding.weight.shape == (kw["num_values"], kw["size"])
@@ -244,7 +246,13 @@ SPECS: list[Spec] = [
          edge=[Case(kind, lambda kw, kind=kind: kw.update(kind=kind),
                     lambda m, kw: sum(p.numel() for p in m.parameters()) == 6 * 3 + 4 * 3
                     + 3 * 9 + 3 * 4 + 4 + {"delta": 1, "decay": 1, "delta_token": 3 + 1}.get(
-                        kw["kind"], 0)) for kind in KINDS]),
+                        kw["kind"], 0)) for kind in KINDS]
+         + [Case("decay frozen at 0.9: γ a buffer, the parameters additive's",
+                 lambda kw: kw.update(kind="decay", decay=0.9),
+                 lambda m, kw: abs(m.decay.item() - 0.9) < 1e-6 and "decay_logit" in dict(m.named_buffers())
+                 and sum(p.numel() for p in m.parameters()) == 6 * 3 + 4 * 3 + 3 * 9 + 3 * 4 + 4)],
+         bad=[Case("decay with kind delta", lambda kw: kw.update(decay=0.9), r"decay must be None for kind 'delta'"),
+              Case("decay 1", lambda kw: kw.update(kind="decay", decay=1.0), r"decay must be in \(0, 1\)")]),
     Spec("helpers.recall.RecallModel.forward",
          call=lambda model=None, **kw: (_model() if model is None else model)(**kw),
          good=lambda: dict(zip(("keys", "values", "queries"), _batch()[:3])),
