@@ -267,6 +267,22 @@ def _all_dtype(dtype, names=("queries", "keys", "values")):
 _W = rand(64, D, seed=5)
 
 
+
+# The decay refusals of recurrent_states and delta_rule (the same rule, the same messages).
+_DECAY_BAD = [
+    Case("decay-(B,T+1)", _set(decay=rand(B, K + 1).abs() / 9),
+         r"^decay must .* = \(2, 5\), got shape \(2, 6\)"),
+    Case("decay-above-1-entry", _set(decay=torch.tensor([[0.5, 1.5, 1, 1, 1]] * 2)),
+         r"^decay must hold numbers in \[0, 1\], got 1.5"),
+    Case("decay-negative-entry", _set(decay=torch.full((B, K), -0.25)),
+         r"^decay must hold numbers in \[0, 1\], got -0.25"),
+    Case("decay-nan-entry", _set(decay=torch.full((B, K), math.nan)), r"^decay must hold numbers"),
+    Case("decay-float64", _set(decay=torch.full((B, K), 0.5, dtype=torch.float64)),
+         r"^decay must have the dtype"),
+    Case("decay-int", _set(decay=torch.ones(B, K, dtype=torch.long)), r"^decay must be a floating"),
+    Case("decay-a-list", _set(decay=[0.5] * K), r"^decay must be a number"),
+]
+
 SPECS: list[Spec] = [
     Spec("helpers.linear_attention.elu_feature_map", call=la.elu_feature_map,
          good=lambda: dict(x=rand(B, Q, D) * 5),
@@ -437,17 +453,7 @@ SPECS: list[Spec] = [
               Case("beta-int", _set(beta=torch.ones(B, K, dtype=torch.long)), r"^beta must be a floating"),
               Case("beta-meta", _set(beta=torch.empty(B, K, device="meta")), r"^beta must have the dtype and device"),
               Case("beta-a-list", _set(beta=[0.5] * K), r"^beta must be a finite number"),
-              Case("decay-(B,T+1)", _set(decay=rand(B, K + 1).abs() / 9),
-                   r"^decay must .* = \(2, 5\), got shape \(2, 6\)"),
-              Case("decay-above-1-entry", _set(decay=torch.tensor([[0.5, 1.5, 1, 1, 1]] * 2)),
-                   r"^decay must hold numbers in \[0, 1\], got 1.5"),
-              Case("decay-negative-entry", _set(decay=torch.full((B, K), -0.25)),
-                   r"^decay must hold numbers in \[0, 1\], got -0.25"),
-              Case("decay-nan-entry", _set(decay=torch.full((B, K), math.nan)), r"^decay must hold numbers"),
-              Case("decay-float64", _set(decay=torch.full((B, K), 0.5, dtype=torch.float64)),
-                   r"^decay must have the dtype"),
-              Case("decay-int", _set(decay=torch.ones(B, K, dtype=torch.long)), r"^decay must be a floating"),
-              Case("decay-a-list", _set(decay=[0.5] * K), r"^decay must be a number")],
+              *_DECAY_BAD],
          edge=[Case("additive", _set(beta=None), _states_check),
                Case("decay-(B,T)", _set(decay=rand(B, K, seed=4).abs().clamp(max=1)), _states_check),
                Case("decay-zero-entry", _set(decay=torch.tensor([[0.5, 0.0, 1, 1, 0.9]] * 2)), _states_check),
@@ -476,17 +482,7 @@ SPECS: list[Spec] = [
               Case("values-T-disagrees", _set(values=rand(B, K - 1, V)), r"number of values .* expected 5, got 4"),
               Case("beta-(B,T+1)", _set(beta=rand(B, K + 1)), r"^beta must .* got shape \(2, 6\)"),
               Case("beta-nan-entry", _set(beta=torch.full((B, K), math.nan)), r"^beta must hold finite"),
-              Case("decay-(B,T+1)", _set(decay=rand(B, K + 1).abs() / 9),
-                   r"^decay must .* = \(2, 5\), got shape \(2, 6\)"),
-              Case("decay-above-1-entry", _set(decay=torch.tensor([[0.5, 1.5, 1, 1, 1]] * 2)),
-                   r"^decay must hold numbers in \[0, 1\], got 1.5"),
-              Case("decay-negative-entry", _set(decay=torch.full((B, K), -0.25)),
-                   r"^decay must hold numbers in \[0, 1\], got -0.25"),
-              Case("decay-nan-entry", _set(decay=torch.full((B, K), math.nan)), r"^decay must hold numbers"),
-              Case("decay-float64", _set(decay=torch.full((B, K), 0.5, dtype=torch.float64)),
-                   r"^decay must have the dtype"),
-              Case("decay-int", _set(decay=torch.ones(B, K, dtype=torch.long)), r"^decay must be a floating"),
-              Case("decay-a-list", _set(decay=[0.5] * K), r"^decay must be a number")],
+              *_DECAY_BAD],
          edge=[Case("beta-(B,T)", _set(beta=rand(B, K, seed=4).abs()), _delta_check),
                Case("decay-(B,T)", _set(decay=rand(B, K, seed=4).abs().clamp(max=1)), _delta_check),
                Case("decay-zero-entry", _set(decay=torch.tensor([[0.5, 0.0, 1, 1, 0.9]] * 2)), _delta_check),
