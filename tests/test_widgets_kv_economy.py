@@ -27,7 +27,7 @@ POLICIES = ("dense", "window", "sinks + window")
 RECENT = (2, 4, 8, 16)
 LATENT_SIZES = (4, 8, 12)
 SHARED = ("mqa", "gqa", "mha")
-T, L = 30, 12  # deliberately not the notebook's 96 and 48
+T, L = 30, 12  # deliberately not the notebook's 72 and 48
 
 
 # ---------------------------------------------------------------- hand-made data

@@ -1,8 +1,8 @@
 """Views for notebook 11, the KV cache economy: what a cache policy does to a model streamed
-past its training length (attention sinks, 注意力汇聚), and what multi-head latent attention
+past its training length (attention sinks, 注意力汇点), and what multi-head latent attention
 (MLA, 多头潜在注意力) caches against what it recalls.
 
-Legend: T positions streamed (96 in the notebook), L the training length (48), R the recent
+Legend: T positions streamed (72 in the notebook), L the training length (48), R the recent
 window a cache keeps, t a position, S seeds, P = len(LATENT_SIZES), d_c the latent size, d_r
 the decoupled rotary key size, CE cross-entropy in nats.
 
@@ -456,9 +456,9 @@ def latent_view(accuracy: dict, numbers: dict, latent_size: int = 4) -> PageView
 @lru_cache(maxsize=1)
 def _synthetic() -> tuple[dict, int, dict, dict]:
     """Small deterministic stand-ins for the trained results (seed 0), the shapes notebook 11
-    uses: T = 96 positions, training length 48, 3 seeds. Not measurements."""
+    uses: T = 72 positions, training length 48, 3 seeds. Not measurements."""
     g = torch.Generator().manual_seed(0)
-    T, L = 96, 48
+    T, L = 72, 48
     t = torch.arange(T, dtype=torch.float64)
     losses: dict = {}
     for model in MODELS:
