@@ -17,14 +17,12 @@ bfloat16 compute in float32 and return their own dtype; no input is changed.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .checks import check_holds_data, check_positive_int, check_rank, check_size
 from .linear_attention import (
     FeatureMap, _check_beta, _check_decay, _check_states_inputs, _compute_dtype, _features,
-    _normalise, elu_feature_map,
+    _masked_product, _normalise, elu_feature_map,
 )
 
 __all__ = ["chunkwise_linear_attention", "chunkwise_additive", "chunkwise_delta_rule"]
@@ -52,17 +50,6 @@ def _segment_products(a: torch.Tensor) -> torch.Tensor:
     below = torch.ones(C, C, dtype=torch.bool, device=a.device).tril(-1)  # i > j
     products = torch.where(below, a[..., :, None], 1.0).cumprod(dim=-2)  # [i, j] = Π_{j<m≤i} a_m
     return torch.where(below.logical_or(torch.eye(C, dtype=torch.bool, device=a.device)), products, 0.0)
-
-
-def _triangular_product(A: torch.Tensor, E: torch.Tensor) -> torch.Tensor:
-    """A @ E for A (..., C, C) zero above the diagonal, E (..., C, V): row i sums over j ≤ i
-    only, so a NaN or inf in row j of E reaches the rows i ≥ j (as in the recurrent form),
-    not the earlier ones that a plain product would reach through 0 · NaN = NaN."""
-    bad = ~torch.isfinite(E)
-    if not bool(bad.any()):
-        return A @ E
-    reached = bad.to(torch.uint8).cummax(dim=-2).values.bool()  # (..., C, V): a bad row j ≤ i
-    return torch.where(reached, math.nan, A @ torch.where(bad, 0.0, E))
 
 
 def _chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | None,
@@ -108,7 +95,7 @@ def _chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tens
     out = []
     for n in range(N):  # the only sequential part: one step per chunk
         E = v[:, n] if beta is None else U[:, n] - W[:, n] @ S  # (B, C, V): what each token writes
-        out.append(gamma[:, n, :, None] * (q[:, n] @ S) + _triangular_product(A[:, n], E))
+        out.append(gamma[:, n, :, None] * (q[:, n] @ S) + _masked_product(A[:, n], E, lower))
         S = gamma[:, n, -1, None, None] * S + (k[:, n] * to_end[:, n, :, None]).mT @ E
     return torch.cat(out, dim=1)[:, :T] if out else v.new_zeros(B, 0, V)  # (B, T, V)
 

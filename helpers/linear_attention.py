@@ -257,9 +257,10 @@ def _normalise(numerator: torch.Tensor, normaliser: torch.Tensor, sees: torch.Te
 
 
 def _masked_product(weights: torch.Tensor, values: torch.Tensor, takes: torch.Tensor) -> torch.Tensor:
-    """weights @ values (B, Q, V), with ``weights`` 0 where not ``takes`` (B, Q, K): a NaN or
-    inf value reaches only the rows that take its key (in a plain product 0 · NaN = NaN would
-    reach every row); such entries are NaN."""
+    """weights @ values (B, Q, V), with ``weights`` 0 where not ``takes`` (B, Q, K), or (Q, K)
+    for every batch: a NaN or inf value reaches only the rows that take its key (in a plain
+    product 0 · NaN = NaN would reach every row); such entries are NaN. The chunkwise forms use
+    it inside a chunk, ``takes`` the lower triangle."""
     bad = ~torch.isfinite(values)  # (B, K, V)
     if not bool(bad.any()):
         return weights @ values
