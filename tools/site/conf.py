@@ -65,3 +65,6 @@ html_theme_options = {
 }
 # Light or dark as the reader's system says, until the reader picks one with the theme's switch.
 html_context = {"default_mode": "auto"}
+
+# The site's own script (tools/site/_static/site.js): what the pages do beyond the theme.
+html_js_files = [("site.js", {"defer": "defer"})]
