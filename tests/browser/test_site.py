@@ -268,22 +268,6 @@ def test_chinese_terms_are_drawn_with_the_shipped_font(open_page, report):
     p.check("02 fonts")
 
 
-def test_the_widget_renderers_icon_font_is_served(open_page):
-    # The widget renderer shows a Font Awesome spinner while widgets load (only on a slow page):
-    # webpack looks for the font beside the module that asks, which require-config.js maps to
-    # _static/html-manager/. Forced here, so a wrong mapping fails every time, not now and then.
-    p = open_page("03_masked_softmax.html")
-    p.page.wait_for_function(RENDERED, timeout=RENDER_TIMEOUT_MS)
-    p.page.evaluate("""() => { const i = document.createElement("i");
-        i.className = "fa fa-spinner fa-spin"; document.body.prepend(i); }""")
-    p.page.wait_for_function("() => document.fonts.check('12px FontAwesome')")
-    p.page.evaluate("() => document.fonts.ready")
-    loaded = p.page.evaluate("""() => performance.getEntriesByType("resource")
-        .map((r) => r.name).filter((n) => n.includes("/_static/html-manager/") && n.endsWith(".woff2"))""")
-    assert loaded, "Font Awesome was not fetched from _static/html-manager/"
-    p.check("03 with a spinner")
-
-
 PHONE = {"width": 390, "height": 844}
 
 
