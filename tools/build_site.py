@@ -204,7 +204,19 @@ def inline_icons(page: str, icons: dict) -> str:
     return FA_ELEMENT.sub(svg, page)
 
 
-def finish_page(page: str, name: str, icons: dict, doc_options: str) -> str:
+def font_preloads(page: str, faces: list[tuple[str, set[int]]]) -> str:
+    """<link rel=preload> for the CJK font files (cjk.css) holding the characters of the page's
+    opening (its first 4,000 characters of text: the title, the first paragraph, the contents),
+    so that text (font-display: block) waits for them no longer than for the style sheets."""
+    body = page.split("<body", 1)[-1]
+    text = re.sub(r"<script\b.*?</script>|<[^>]+>", "", body, flags=re.S)
+    opening = {ord(c) for c in " ".join(text.split())[:4000] if ord(c) >= 0x2E80}
+    return "".join(f'\n<link rel="preload" href="_static/fonts/{name}" as="font" type="font/woff2" '
+                   f'crossorigin />' for name, points in faces if points & opening)
+
+
+def finish_page(page: str, name: str, icons: dict, doc_options: str,
+                faces: list[tuple[str, set[int]]]) -> str:
     """What the theme's templates leave that a reader pays for, fixed in the built page:
     - its icons drawn by fontawesome.js (1.56 MB, every page) → inline SVG, the script dropped;
     - nothing render-blocking in <head>: documentation_options.js (a few lines the inline
@@ -212,6 +224,7 @@ def finish_page(page: str, name: str, icons: dict, doc_options: str) -> str:
       anyway); Sphinx's search scripts and index (80 kB) only on search.html (the theme loads
       them everywhere for a search-as-you-type that is off);
     - one viewport <meta> (the templates write three);
+    - the CJK font files of the page's opening preloaded (font_preloads);
     - the accessible names of controls contain their visible text: the search field is named
       by its text ("Search Ctrl+K", not "Search"), a folded cell's toggle by its label ("Show
       the solution", not "Toggle hidden content")."""
@@ -232,6 +245,9 @@ def finish_page(page: str, name: str, icons: dict, doc_options: str) -> str:
     head = HEAD_SCRIPT.sub(deferred, head)
     viewports = iter(range(100))
     head = VIEWPORT.sub(lambda m: m.group(0) if next(viewports) == 0 else "", head)
+    head = head.replace('<link rel="stylesheet" type="text/css" href="_static/cjk.css',
+                        font_preloads(page, faces).lstrip("\n") + "\n    "
+                        '<link rel="stylesheet" type="text/css" href="_static/cjk.css', 1)
     body = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
     page = head + sep + body
     page = re.sub(r'(<button class="btn search-button-field search-button__button[^"]*"[^>]*?)'
@@ -264,9 +280,12 @@ def finish(out: Path) -> None:
     script = out / FA_SCRIPT
     icons = theme_icons(script.read_text(encoding="utf-8"))
     doc_options = (out / "_static" / "documentation_options.js").read_text(encoding="utf-8")
+    css = (out / "_static" / "cjk.css").read_text(encoding="utf-8")
+    faces = [(name, ranges(spec)) for name, spec in
+             re.findall(r'url\("fonts/([^"]+)"\)[^;]*;\s*unicode-range:\s*([^;]+);', css)]
     for page in sorted(out.glob("*.html")):
         text = page.read_text(encoding="utf-8")
-        page.write_text(finish_page(text, page.name, icons, doc_options), encoding="utf-8")
+        page.write_text(finish_page(text, page.name, icons, doc_options, faces), encoding="utf-8")
     for leftover in (script, script.with_name(script.name + ".map")):
         leftover.unlink(missing_ok=True)
     favicon_ico(out / "_static" / "favicon.svg", out / "favicon.ico")

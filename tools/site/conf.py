@@ -34,6 +34,10 @@ mathjax2_config = {
                 "processEscapes": True, "processEnvironments": True},
     "showMathMenu": False,
     "messageStyle": "none",
+    # One pass (no quick preview typeset first and then again), in chunks of 10 equations
+    # with a pause between them: the page stays responsive while a long page is typeset.
+    "fast-preview": {"disabled": True},
+    "CommonHTML": {"EqnChunk": 10, "EqnChunkFactor": 1, "EqnChunkDelay": 10},
 }
 
 html_theme = "sphinx_book_theme"

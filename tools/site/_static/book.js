@@ -41,18 +41,27 @@ addEventListener("afterprint", () => {
 });
 
 // A display equation wider than its column scrolls in its own box (book.css); such a box takes
-// keyboard focus so it can be scrolled without a mouse. Checked again as MathJax typesets.
-const wide = new ResizeObserver((entries) => {
-  for (const { target } of entries) {
-    if (target.scrollWidth > target.clientWidth + 1) {
-      target.tabIndex = 0;
-      target.setAttribute("role", "group");
-      target.setAttribute("aria-label", "Equation (scrolls sideways)");
-    } else if (target.hasAttribute("tabindex")) {
-      target.removeAttribute("tabindex");
-      target.removeAttribute("role");
-      target.removeAttribute("aria-label");
+// keyboard focus so it can be scrolled without a mouse. Checked once MathJax has typeset the
+// page (MathJax.js loads async: it has run by the load event), and after the window resizes.
+function markWideEquations() {
+  for (const box of document.querySelectorAll("div.math")) {
+    const wide = box.scrollWidth > box.clientWidth + 1;
+    if (wide && !box.hasAttribute("tabindex")) {
+      box.tabIndex = 0;
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", "Equation (scrolls sideways)");
+    } else if (!wide && box.hasAttribute("tabindex")) {
+      for (const name of ["tabindex", "role", "aria-label"]) box.removeAttribute(name);
     }
   }
-});
-document.querySelectorAll("div.math").forEach((m) => wide.observe(m));
+}
+if (document.querySelector("div.math")) {
+  const afterTypeset = () => window.MathJax?.Hub?.Queue(markWideEquations) ?? markWideEquations();
+  if (document.readyState === "complete") afterTypeset();
+  else addEventListener("load", afterTypeset);
+  let pending = 0;
+  addEventListener("resize", () => {
+    clearTimeout(pending);
+    pending = setTimeout(markWideEquations, 200);
+  });
+}
