@@ -2,16 +2,19 @@
 outputs (nothing is executed), the page views still movable without a kernel.
 
 Run by `make site` (after `npm ci` and `pip install -r requirements-site.txt`). Steps:
-1. build/site-src/ gets tools/site/ (conf.py, site.css, site.js, require-config.js), the JavaScript from
-   node_modules/ (require.js, the widget renderer, anywidget, MathJax 2) and each notebook
-   prepared for readers: its widget state merged back (tools/widget_state.py), the Colab badge
-   and Colab cell removed (the theme's launch button links to Colab), solutions tagged
-   ``hide-cell`` and check cells ``hide-input`` (collapsed until clicked).
+1. build/site-src/ gets tools/site/ (conf.py; _static/: site.css, site.js, book.css, book.js,
+   pageviews.js, the page views' renderer, search-scorer.js, favicon.svg), MathJax 2 from
+   node_modules/ and each notebook prepared for readers: its widget state merged back
+   (tools/widget_state.py), the Colab badge and Colab cell removed (the theme's launch button
+   links to Colab), solutions tagged ``hide-cell`` and check cells ``hide-input`` (collapsed
+   until clicked).
 2. The landing page (index.md, tools/site_landing.py): what the series teaches, in order, a picture per notebook (its
    first figure), how to run it.
 3. A subset of Noto Sans SC (npm @fontsource/noto-sans-sc) holding only the CJK characters
    the pages use, so the Chinese terms render on a machine without a CJK font.
-4. sphinx-build; then every page and style sheet is checked to load nothing from another host.
+4. sphinx-build; then each page finished (finish_page: the theme's icons as inline SVG, nothing
+   render-blocking in <head>, one viewport <meta>, accessible names; /favicon.ico), and every
+   page and style sheet checked to load nothing from another host.
 Options (developers): --notebooks DIR (default notebooks/), --out DIR (default site/).
 """
 
@@ -143,7 +146,7 @@ def cjk_font(chars: set[str], static: Path) -> tuple[int, int]:
         covered.update(points)
         unicode_range = ",".join(f"U+{p:x}" for p in points)
         rules.append(f'@font-face {{ font-family: "{CJK_FAMILY}"; font-style: normal; '
-                     f"font-weight: 400; font-display: block; "
+                     f"font-weight: 400; font-display: swap; "
                      f'src: url("fonts/{name}") format("woff2"); unicode-range: {unicode_range}; }}')
     lacking = wanted - covered
     if lacking:
@@ -207,7 +210,8 @@ def inline_icons(page: str, icons: dict) -> str:
 def font_preloads(page: str, faces: list[tuple[str, set[int]]]) -> str:
     """<link rel=preload> for the CJK font files (cjk.css) holding the characters of the page's
     opening (its first 4,000 characters of text: the title, the first paragraph, the contents),
-    so that text (font-display: block) waits for them no longer than for the style sheets."""
+    so that the Chinese terms are drawn in it from the first paint (font-display: swap: the text
+    never waits for the font; it would show in a fallback face until then)."""
     body = page.split("<body", 1)[-1]
     text = re.sub(r"<script\b.*?</script>|<[^>]+>", "", body, flags=re.S)
     opening = {ord(c) for c in " ".join(text.split())[:4000] if ord(c) >= 0x2E80}

@@ -20,10 +20,12 @@ suppress_warnings = ["mystnb.unknown_mime_type"]
 exclude_patterns = ["_build"]
 
 # The page views' renderer: every view the site displays is an anywidget model drawn by
-# helpers/widgets/view.js, and pageviews.js (a few kB, a deferred module) renders them from the
+# helpers/widgets/view.js, and pageviews.js (4 kB, an async module: it blocks nothing and draws
+# the views parsed by the time it runs, the rest once the page is parsed) renders them from the
 # saved widget state, in place of html-manager + require.js + anywidget (3.6 MB, render-blocking).
-# MyST-NB adds it to the pages that hold widgets only.
-nb_ipywidgets_js = {"pageviews.js": {"type": "module"}}
+# MyST-NB adds it to the pages that hold widgets only. (Async rather than deferred: the first
+# figure drawn ~0.3 s sooner, measured on 02, 08, 10, 11.)
+nb_ipywidgets_js = {"pageviews.js": {"type": "module", "async": "async"}}
 
 # MathJax 2 from npm (as nbconvert and html-manager expect it), configured the MathJax 2 way;
 # MyST's own MathJax settings are for MathJax 3+ and would stop MathJax 2 typesetting anything.

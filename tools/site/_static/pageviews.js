@@ -1,6 +1,6 @@
 // The site's renderer of the notebooks' page views, in place of the Jupyter widget renderer
 // (html-manager's embed-amd.js, require.js and anywidget: 3.6 MB, render-blocking in <head>).
-// Loaded as a module (deferred) on the pages that hold widgets only (tools/site/conf.py).
+// Loaded as an async module on the pages that hold widgets only (tools/site/conf.py).
 //
 // Every view the site displays is an anywidget model (AnyModel) whose `_esm` is
 // helpers/widgets/view.js: a module whose default export is {render}. This file reads the
@@ -96,6 +96,10 @@ async function renderView(placeholder, state) {
   }
 }
 
-const stateScript = document.querySelector(STATE);
-const state = stateScript ? JSON.parse(stateScript.textContent).state : {};
-await Promise.all([...document.querySelectorAll(VIEW)].map((s) => renderView(s, state)));
+// Loaded async: the views already parsed are drawn now, the others once the page is parsed.
+const state = JSON.parse(document.querySelector(STATE)?.textContent || "{}").state || {};
+const done = new WeakSet();
+const renderParsed = () => Promise.all([...document.querySelectorAll(VIEW)]
+  .filter((s) => !done.has(s) && done.add(s)).map((s) => renderView(s, state)));
+renderParsed();
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", renderParsed);
