@@ -61,7 +61,7 @@ def parse_bib(text: str) -> dict[str, dict[str, str]]:
             raise ValueError(f"{key}: key or URL used twice")
         entries[key] = fields
         urls.add(fields["url"])
-    if text.count("\n@") != len(entries):
+    if len(re.findall(r"^@", text, re.M)) != len(entries):
         raise ValueError("an entry does not parse (one field a line, `}` alone closes it)")
     return entries
 
