@@ -202,7 +202,9 @@ def test_pages():
     pages = {"01": "01_a.html", "09": "09_b.html", "11": "11_c.html"}
     gloss = refs.glossary_page(rows, pages, {"01": ["query"], "09": ["warp"], "11": ["query"]})
     assert ('| <span id="query"></span><a href="01_a.html#gl-query">query</a> | 查询 | '
-            '<a href="01_a.html#gl-query">01</a> | <a href="11_c.html#gl-query">11</a> |') in gloss
+            '**<a href="01_a.html#gl-query">01</a>**, <a href="11_c.html#gl-query">11</a> |') in gloss
+    assert '| 线程束 | **<a href="09_b.html#gl-warp">09</a>** |' in gloss
+    assert "et al.." not in page and "Simran Arora, Sabri Eyuboglu et al. “Zoology" in page
 
 
 # ------------------------------------------------------------------------------ glossary

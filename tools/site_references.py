@@ -213,7 +213,7 @@ def references_page(bib: dict, citing: dict[str, list[tuple[str, str]]]) -> str:
     order = sorted(bib, key=lambda k: (surname(bib[k]).lower(), bib[k]["year"], k))
     for key in order:
         e = bib[key]
-        who = ", ".join(names(e["author"])).replace(", others", " et al.")
+        who = ", ".join(names(e["author"])).replace(", others", " et al").rstrip(".")
         where = f" *{html.escape(venue(e))}*." if venue(e) else ""
         back = ", ".join(f'<a href="{page}#cite-{key}">{nn}</a>' for nn, page in citing[key])
         lines += [f'<span id="{key}"></span>**{short_label(e)}** {who}. '
@@ -236,21 +236,21 @@ def references_page(bib: dict, citing: dict[str, list[tuple[str, str]]]) -> str:
 
 def glossary_page(rows, pages: dict[str, str], anchored: dict[str, list[str]]) -> str:
     """glossary.md: one row per term, alphabetical; ``anchored`` maps NN to the slugs whose
-    first gloss in that notebook carries an id."""
+    first gloss in that notebook carries an id. Three columns, so that it fits a phone."""
     lines = ["---", "orphan: true", "---", "", "# Glossary（术语表）", "",
              f"The {len(rows)} terms the notebooks name in English and Chinese, in alphabetical "
-             "order. A term links to where it is introduced; the other notebooks that write its "
-             "Chinese beside it follow, each linked to its first use there. (Notebook 01 ends "
-             "with the same table in the course's order.)", "",
-             "| English | 中文 | introduced in | also in |", "|---|---|---|---|"]
+             "order. A term links to where it is introduced (the notebook in bold); the other "
+             "notebooks that write its Chinese beside it follow, each linked to its first use "
+             "there. Notebook 01 ends with the same table in the course's order.", "",
+             "| English | 中文 | notebooks |", "|---|---|---|"]
     for english, zh, nn in sorted(rows, key=lambda r: r[0].lower()):
         key = slug(english)
         where = [n for n in sorted(pages) if key in anchored.get(n, [])]
         home = nn if nn in where else (where[0] if where else nn)
         first = f'<a href="{pages[home]}#gl-{key}">{html.escape(english)}</a>'
-        others = ", ".join(f'<a href="{pages[n]}#gl-{key}">{n}</a>' for n in where if n != home)
-        lines.append(f'| <span id="{key}"></span>{first} | {zh} | '
-                     f'<a href="{pages[home]}#gl-{key}">{home}</a> | {others} |')
+        links = [f'**<a href="{pages[home]}#gl-{key}">{home}</a>**']
+        links += [f'<a href="{pages[n]}#gl-{key}">{n}</a>' for n in where if n != home]
+        lines.append(f'| <span id="{key}"></span>{first} | {zh} | {", ".join(links)} |')
     return "\n".join(lines) + "\n"
 
 
