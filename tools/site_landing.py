@@ -119,11 +119,17 @@ def documentation(src: Path, repository: str) -> list[str]:
     names = []
     for page in sorted(DOCS.glob("*.md"), key=lambda p: (DOC_ORDER + [p.stem]).index(p.stem)):
         text = page.read_text(encoding="utf-8")
-        text = re.sub(r"\]\(\.\./notebooks/(\d\d_\w+\.ipynb)", r"](../\1", text)
-        text = re.sub(r"\]\(\.\./([^)#\s]+)", rf"]({repository}/blob/main/\1", text)
+        text = re.sub(r"\]\(\.\./([^)#\s]+)", lambda m: "](" + site_link(m[1], repository), text)
         (src / "docs" / page.name).write_text(text, encoding="utf-8")
         names.append(f"docs/{page.stem}")
     return names
+
+
+def site_link(path: str, repository: str) -> str:
+    """Where a docs page's link to ``../path`` (a file of the repository) points on the site: a
+    notebook's page (``../NN_name.ipynb``, a document Sphinx resolves), else the file on GitHub."""
+    notebook = re.fullmatch(r"notebooks/(\d\d_\w+\.ipynb)", path)
+    return f"../{notebook[1]}" if notebook else f"{repository}/blob/main/{path}"
 
 
 # The documentation pages in the sidebar's order (a page not named here comes after them).
