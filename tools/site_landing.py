@@ -154,7 +154,7 @@ nav.ahv-order span.ahv-number { display: inline-block; min-width: 1.6rem;
   font-variant-numeric: tabular-nums; color: var(--pst-color-text-muted); }
 img.series-card { height: auto; }  /* its width and height attributes give the ratio only */
 /* The landing page is a notebook only to hold its live view: nothing to launch in Colab. */
-.dropdown-launch-buttons { display: none; }
+.bd-header-article div.dropdown-launch-buttons { display: none; }
 </style>"""
 
 LANDING = """\

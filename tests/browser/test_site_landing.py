@@ -115,6 +115,8 @@ def test_start_with_01_leads_to_notebook_01(open_page):
     start = page.locator("a.ahv-start")
     assert start.count() == 1 and "Start with 01" in start.inner_text()
     assert start.get_attribute("href") == f"{NOTEBOOKS[0]}.html"
+    # The landing is a notebook only to hold its view: no launch button to a Colab notebook.
+    assert page.locator(".dropdown-launch-buttons").is_hidden()
     start.click()
     page.wait_for_url(f"**/{NOTEBOOKS[0]}.html")
     assert page.locator("h1").first.inner_text().startswith("01")
