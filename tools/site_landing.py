@@ -6,7 +6,8 @@ page view of notebook 01 (its widget view and its PNG fallback), and the noteboo
 holds only that view's models of 01's widget state. Around it: what the series is, a "Start
 with 01" button, the series' order at a glance, a card per notebook (its first figure and its
 opening) and the sidebar's toctrees: the notebooks, then "Reference" (glossary and references,
-where the build has them) and "Documentation" (docs/*.md, copied beside the notebooks).
+where the build has them) and "Documentation" (docs/*.md, copied beside the notebooks: every
+page of the site sits in one folder, as the build's page-by-page steps expect).
 """
 
 from __future__ import annotations
@@ -110,26 +111,29 @@ def order_at_a_glance(notebooks: list[Path], nbs: list) -> str:
 
 
 def documentation(src: Path, repository: str) -> list[str]:
-    """Copy docs/*.md (and the pictures they show) to src/docs/, their links made to work on the
-    site: a notebook's file becomes its page, any other file of the repository its GitHub page.
-    Returns the pages' names for the toctree, in the order of DOC_ORDER, then the rest."""
-    (src / "docs").mkdir(exist_ok=True)
+    """Copy docs/*.md (and the pictures they show) beside the notebooks, their links made to
+    work on the site: a notebook's file becomes its page, any other file of the repository its
+    GitHub page. Returns the pages' names for the toctree, in the order of DOC_ORDER, then the
+    rest. A page whose name another page of the site has already taken is an error."""
     for picture in DOCS.glob("*.png"):
-        shutil.copy2(picture, src / "docs" / picture.name)
+        shutil.copy2(picture, src / picture.name)
     names = []
     for page in sorted(DOCS.glob("*.md"), key=lambda p: (DOC_ORDER + [p.stem]).index(p.stem)):
+        if (src / page.name).exists() or (src / f"{page.stem}.ipynb").exists():
+            raise ValueError(f"docs/{page.name}: the site already has a page {page.stem}")
         text = page.read_text(encoding="utf-8")
         text = re.sub(r"\]\(\.\./([^)#\s]+)", lambda m: "](" + site_link(m[1], repository), text)
-        (src / "docs" / page.name).write_text(text, encoding="utf-8")
-        names.append(f"docs/{page.stem}")
+        (src / page.name).write_text(text, encoding="utf-8")
+        names.append(page.stem)
     return names
 
 
 def site_link(path: str, repository: str) -> str:
     """Where a docs page's link to ``../path`` (a file of the repository) points on the site: a
-    notebook's page (``../NN_name.ipynb``, a document Sphinx resolves), else the file on GitHub."""
+    notebook's page (``NN_name.ipynb`` beside it, a document Sphinx resolves), else the file on
+    GitHub."""
     notebook = re.fullmatch(r"notebooks/(\d\d_\w+\.ipynb)", path)
-    return f"../{notebook[1]}" if notebook else f"{repository}/blob/main/{path}"
+    return notebook[1] if notebook else f"{repository}/blob/main/{path}"
 
 
 # The documentation pages in the sidebar's order (a page not named here comes after them).
@@ -186,7 +190,7 @@ redraw in this page, with no Python and no network.</p>
 - **Colab**: the rocket button at the top of each notebook page opens that notebook in Colab;
   its first cell fetches the repository's `helpers` there and installs nothing.
 
-More in the [documentation](docs/reading.md): installing, the views, the helpers, the tests and
+More in the [documentation](reading.md): installing, the views, the helpers, the tests and
 what the series costs to run.
 """
 
@@ -196,7 +200,7 @@ def toctree(caption: str, names: list[str]) -> str:
 
 
 def landing(notebooks: list[Path], nbs: list, static: Path) -> str:
-    """Write index.ipynb (and docs/) beside the notebooks in the Sphinx source folder (the parent
+    """Write index.ipynb (and the docs pages) beside the notebooks in the Sphinx source folder (the parent
     of ``static``); return the text of the pages written, for the CJK font subset."""
     src = static.parent
     (static / "cards").mkdir(parents=True, exist_ok=True)

@@ -159,7 +159,7 @@ def test_sidebar_lists_notebooks_then_documentation(open_page):
     captions = list(sections)
     assert captions[0] == "Notebooks" and captions[-1] == "Documentation", captions
     assert sections["Notebooks"] == [f"{name}.html" for name in NOTEBOOKS]
-    pages = {href.removeprefix("docs/").removesuffix(".html") for href in sections["Documentation"]}
+    pages = {href.removesuffix(".html") for href in sections["Documentation"]}
     assert pages == {p.stem for p in DOCS}, "a page per docs/*.md"
     reference = [name for name in ("glossary", "references") if (SITE / f"{name}.html").is_file()]
     if reference:
@@ -169,11 +169,11 @@ def test_sidebar_lists_notebooks_then_documentation(open_page):
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.stem)
 def test_documentation_page_opens_and_its_links_resolve(doc, open_page):
-    page = open_page(f"docs/{doc.stem}.html")
+    page = open_page(f"{doc.stem}.html")
     title = doc.read_text(encoding="utf-8").splitlines()[0].lstrip("# ").replace("`", "")
     assert page.locator("article h1").first.inner_text().strip().rstrip("#").strip() == title
     hrefs = page.eval_on_selector_all("article a[href]", "as => as.map((a) => a.href)")
-    base = page.url.rsplit("/docs/", 1)[0] + "/"
+    base = page.url.rsplit("/", 1)[0] + "/"
     local = [h.split("#")[0] for h in hrefs if h.startswith(base)]
     missing = [h for h in local if not (SITE / h.removeprefix(base)).is_file()]
     assert not missing, f"links to nothing in the build: {missing}"
