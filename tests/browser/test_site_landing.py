@@ -180,3 +180,34 @@ def test_documentation_page_opens_and_its_links_resolve(doc, open_page):
     # A link to a notebook's file in docs/*.md is its page on the site.
     for target in re.findall(r"\]\(\.\./notebooks/(\d\d_\w+)\.ipynb", doc.read_text(encoding="utf-8")):
         assert f"{base}{target}.html" in local, f"no link to {target}'s page"
+
+
+# WCAG contrast of an element's text against the first opaque background behind it.
+CONTRAST = """(el) => {
+  const lum = (c) => c.match(/[\\d.]+/g).slice(0, 3).map((x) => Number(x) / 255)
+    .map((x) => x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4)
+    .reduce((s, x, i) => s + [0.2126, 0.7152, 0.0722][i] * x, 0);
+  let back = el, colour = "rgb(255, 255, 255)";
+  for (; back; back = back.parentElement) {
+    const c = getComputedStyle(back).backgroundColor;
+    if (!/rgba\\(0, 0, 0, 0\\)|transparent/.test(c)) { colour = c; break; }
+  }
+  const [a, b] = [lum(getComputedStyle(el).color), lum(colour)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_landings_own_elements_keep_their_contrast(scheme, browser, base_url):
+    context = browser.new_context(viewport=DESKTOP, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        local_only(context, base_url, [])
+        page.goto(base_url + "index.html", wait_until="load")
+        assert page.evaluate("() => document.documentElement.dataset.theme") == scheme
+        for selector in ["a.ahv-start", "p.ahv-caption", "nav.ahv-order span.ahv-number",
+                         "nav.ahv-order a", "nav.ahv-order p.ahv-part"]:
+            ratio = page.locator(selector).first.evaluate(CONTRAST)
+            assert ratio >= 4.5, f"{scheme}: {selector} has contrast {ratio:.2f}"
+    finally:
+        context.close()
