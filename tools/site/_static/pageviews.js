@@ -101,5 +101,8 @@ const state = JSON.parse(document.querySelector(STATE)?.textContent || "{}").sta
 const done = new WeakSet();
 const renderParsed = () => Promise.all([...document.querySelectorAll(VIEW)]
   .filter((s) => !done.has(s) && done.add(s)).map((s) => renderView(s, state)));
-renderParsed();
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", renderParsed);
+// After the next frame: the page's text is painted first, the views' decoding comes after it.
+requestAnimationFrame(() => setTimeout(() => {
+  renderParsed();
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", renderParsed);
+}));
