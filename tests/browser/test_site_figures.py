@@ -181,7 +181,7 @@ def test_every_view_is_wholly_visible_or_scrolls_in_a_focusable_box_with_a_cue(
     toc = page.evaluate("""() => { const t = document.querySelector("div.bd-sidebar-secondary");
         if (!t || !t.offsetWidth) return null; const b = t.getBoundingClientRect();
         return { left: b.left, bottom: b.bottom }; }""")
-    for v in views:
+    for k, v in enumerate(views):
         where = f"{name} {screen} {v['view']}"
         assert v["scrollPage"] <= v["page"], f"{where}: the page scrolls sideways"
         assert v["box"]["right"] <= v["page"] + 0.5, f"{where}: its box passes the page's edge"
@@ -199,13 +199,14 @@ def test_every_view_is_wholly_visible_or_scrolls_in_a_focusable_box_with_a_cue(
             if v["box"]["right"] > v["column"]["right"] + 0.5:
                 assert screen == "desktop", f"{where}: past its column on a phone"
                 if toc and toc["left"] < v["box"]["right"]:
-                    page.evaluate("y => scrollBy(0, y)", v["box"]["top"] - 300)
-                    page.wait_for_timeout(100)  # the IntersectionObserver's callback
-                    strip = page.evaluate("""() => document.querySelector(
-                        "div.bd-sidebar-secondary").getBoundingClientRect().bottom""")
-                    top = page.evaluate("""t => [...document.querySelectorAll(".ahv-view")]
-                        .find((e) => e.dataset.view === t).querySelector("canvas")
-                        .getBoundingClientRect().top""", v["view"])
+                    page.evaluate("""i => document.querySelectorAll(".ahv-view")[i]
+                        .scrollIntoView({ block: "center" })""", k)
+                    page.wait_for_timeout(200)  # the IntersectionObserver's callback
+                    strip, top = page.evaluate("""i => [
+                        document.querySelector("div.bd-sidebar-secondary")
+                          .getBoundingClientRect().bottom,
+                        document.querySelectorAll(".ahv-view")[i].querySelector("canvas")
+                          .getBoundingClientRect().top]""", k)
                     assert strip <= top, f"{where}: the table of contents covers the figure"
 
 
