@@ -89,8 +89,9 @@ def _draw_laid_out_figures_once() -> None:
 
 
 def _once_if_laid_out(cropped: Callable[[Figure], object]) -> Callable[[Figure], object]:
-    """``cropped`` (IPython's ``partial(print_figure, ..., bbox_inches="tight")``), but with
-    ``bbox_inches=None`` for a figure whose layout engine is constrained layout."""
+    """``cropped`` (``partial(retina_figure, ..., bbox_inches="tight")``, IPython's keyword
+    arguments), but with ``bbox_inches=None`` for a figure whose layout engine is constrained
+    layout."""
     @functools.wraps(cropped)
     def png(fig: Figure) -> object:
         if isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
