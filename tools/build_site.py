@@ -257,12 +257,17 @@ def main() -> None:
     (src / "site_info.json").write_text(json.dumps({"repository_url": repository}))
 
     nbs = [prepare(path) for path in notebooks]
+    # --- references and glossary (tools/site_references.py, owned by issue 43's item 5) ---
+    import site_references  # rewrites the paper links and first glosses of nbs in place
+    for name, page in site_references.apply(notebooks, nbs).items():
+        (src / name).write_text(page, encoding="utf-8")  # references.md, glossary.md
+    # --- end references and glossary ---
     text = []
     for path, nb in zip(notebooks, nbs):
         nbformat.write(nb, src / path.name)
         text.append(json.dumps(nb, ensure_ascii=False))
+    # front (issue 43): landing() writes index.ipynb (a live view) and docs/ itself; returns their text.
     index = landing(notebooks, nbs, static)
-    (src / "index.md").write_text(index, encoding="utf-8")
     fonts, font_bytes = cjk_font(cjk_characters("".join(text) + index), static)
 
     # Built in build/ (MyST-NB writes its jupyter_execute/ beside the output), then moved.
