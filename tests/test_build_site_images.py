@@ -40,11 +40,12 @@ def test_webp_images_keep_every_pixel_and_replace_the_png(tmp_path):
 
 
 def test_output_images_point_at_webp_load_lazily_and_are_named():
-    page = ('<p>x</p><img alt="_images/ab12.png" height="320" src="_images/ab12.png" width="550" />'
+    page = ('<p>x</p><a class="reference internal image-reference" href="_images/ab12.png">'
+            '<img alt="_images/ab12.png" height="320" src="_images/ab12.png" width="550" /></a>'
             '<img alt="_images/cd34.png" src="_images/cd34.png" />'
             '<img alt="Colab logo" src="_static/images/logo_colab.png">')
     out = build_site.output_images(page, {"ab12.png"})
-    assert 'src="_images/ab12.webp"' in out and 'src="_images/cd34.png"' in out
+    assert 'href="_images/ab12.webp"' in out and 'src="_images/ab12.webp"' in out and 'src="_images/cd34.png"' in out
     assert out.count('loading="lazy"') == 2 and out.count('decoding="async"') == 2
     assert 'alt="Figure 1: the output of the code cell above"' in out
     assert 'alt="Figure 2: the output of the code cell above"' in out

@@ -317,7 +317,11 @@ def output_images(page: str, webp: set[str]) -> str:
         if "loading=" not in tag:
             tag = tag.replace("<img ", '<img loading="lazy" decoding="async" ', 1)
         return tag
-    return re.sub(r'<img [^>]*\bsrc="_images/([^"/]+\.png)"[^>]*>', img, page)
+    page = re.sub(r'<img [^>]*\bsrc="_images/([^"/]+\.png)"[^>]*>', img, page)
+    # The rest: the link around a figure shown smaller than its file (to the file itself).
+    return re.sub(r'"_images/([^"/]+\.png)"',
+                  lambda m: f'"_images/{m.group(1)[:-4]}.webp"' if m.group(1) in webp else m.group(0),
+                  page)
 
 
 def finish(out: Path) -> None:

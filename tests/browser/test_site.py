@@ -790,3 +790,18 @@ def test_loader_draws_anywidget_models_and_says_why_it_cannot_draw_others(browse
     finally:
         context.close()
     assert len(errors) == 1 and "absent" in errors[0], errors  # the missing model, loudly
+
+
+def test_every_local_file_a_page_names_is_in_the_site(site):
+    """Every src/href of every page that points into the site (not a #fragment, not another
+    host) names a file that is there: the figures converted to WebP, the links around them."""
+    missing = []
+    for page in sorted(site.glob("*.html")):  # the pages (_static/ holds theme templates)
+        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"<script\b[^>]*>.*?</script>", "", text, flags=re.S)  # state, code
+        for target in re.findall(r'\b(?:src|href)="([^"#?]+)', text):
+            if re.match(r"[a-z][\w+.-]*:|//", target):
+                continue
+            if not (page.parent / target).exists():
+                missing.append(f"{page.relative_to(site)}: {target}")
+    assert not missing, f"{len(missing)} local targets missing, e.g. {missing[:5]}"
