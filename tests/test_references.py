@@ -269,3 +269,16 @@ def test_license_is_mit_with_the_sites_copyright():
     assert f"Copyright (c) {copyright_}\n" in text
     assert "Permission is hereby granted, free of charge, to any person obtaining a copy" in text
     assert 'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND' in text
+
+
+def test_references_page_tells_equal_labels_apart():
+    """Two works with the same first author and year get 2024a / 2024b on the references page."""
+    bib = {"x2024one": {"author": "DeepSeek-AI", "title": "One", "year": "2024", "url": "u1"},
+           "x2024two": {"author": "DeepSeek-AI", "title": "Two", "year": "2024", "url": "u2"},
+           "y2017": {"author": "Vaswani, Ashish and others", "title": "Three", "year": "2017",
+                     "url": "u3"}}
+    citing = {key: [("01", "01_x.html")] for key in bib}
+    page = refs.references_page(bib, citing)
+    assert "**DeepSeek-AI (2024a)**" in page and "**DeepSeek-AI (2024b)**" in page
+    assert page.index("(2024a)") < page.index("“One”") < page.index("(2024b)") < page.index("“Two”")
+    assert "**Vaswani et al. (2017)**" in page

@@ -211,12 +211,18 @@ def references_page(bib: dict, citing: dict[str, list[tuple[str, str]]]) -> str:
              f"The same list as BibTeX: [docs/references.bib]({repo}/blob/main/docs/references.bib).",
              ""]
     order = sorted(bib, key=lambda k: (surname(bib[k]).lower(), bib[k]["year"], k))
+    # Equal labels (DeepSeek-AI (2024): V2 and V3) told apart as 2024a, 2024b, in this order.
+    labels = {key: short_label(bib[key]) for key in order}
+    for label in {lab for lab in labels.values() if list(labels.values()).count(lab) > 1}:
+        same = [key for key in order if labels[key] == label]
+        for letter, key in zip("abcdefgh", same):
+            labels[key] = f"{label[:-1]}{letter})"
     for key in order:
         e = bib[key]
         who = ", ".join(names(e["author"])).replace(", others", " et al").rstrip(".")
         where = f" *{html.escape(venue(e))}*." if venue(e) else ""
         back = ", ".join(f'<a href="{page}#cite-{key}">{nn}</a>' for nn, page in citing[key])
-        lines += [f'<span id="{key}"></span>**{short_label(e)}** {who}. '
+        lines += [f'<span id="{key}"></span>**{labels[key]}** {who}. '
                   f"“{e['title']}”.{where} [{link_label(e['url'])}]({e['url']}). "
                   f"Cited in notebook{'s' if len(citing[key]) > 1 else ''} {back}.", ""]
     lines += ["## Cite this course", "",

@@ -11,7 +11,8 @@ const PROBE_FONT = "1px serif"; // cssFont's test: a font string the browser rej
 const NO_DASH = [];
 const MIN_TEXT_PX = 9; // CSS px: the smallest text a narrow page may shrink the figure's text to
 // The view and its controls in the page's own font (a browser gives inputs, selects and
-// outputs a font of their own unless told to inherit); labels wrap on a narrow page; the
+// outputs a font of their own unless told to inherit); labels wrap between words on a narrow page
+// (inside a word only if it alone is wider than its column: "temperatu/re" measured at 390 px); the
 // figure scrolls sideways in its own box (.ahv-figure) when wider than the page, never the page.
 // Controls are at least 24 px tall (a touch target); a select takes the field colours of the
 // page's colour scheme (Field, FieldText) for its text and its ground together: its text
@@ -22,7 +23,7 @@ const CSS = `
   grid-template-columns: fit-content(50%) minmax(6em, 24em) max-content; }
 .ahv-controls > * { min-width: 0; }
 .ahv-controls :is(label, input, select, output) { font: inherit; color: inherit; }
-.ahv-controls label { overflow-wrap: anywhere; }
+.ahv-controls label { overflow-wrap: break-word; }
 .ahv-controls select { max-width: 100%; min-height: 24px; background-color: Field; color: FieldText; }
 .ahv-controls input[type="range"] { width: 100%; height: 24px; margin: 0; }
 .ahv-controls input[type="checkbox"] { justify-self: start; margin: 0; width: 24px; height: 24px; }
@@ -43,9 +44,9 @@ const nextViewId = () => (globalThis.__ahvViews = (globalThis.__ahvViews || 0) +
 /** Add the stylesheet to the page once, however many views there are (its id names this
  * version: a page may hold views of an older module, with its own stylesheet). */
 function injectStyle() {
-  if (document.getElementById("ahv-style-3")) return;
+  if (document.getElementById("ahv-style-4")) return;
   const style = document.createElement("style");
-  style.id = "ahv-style-3";
+  style.id = "ahv-style-4";
   style.textContent = CSS;
   document.head.append(style);
 }

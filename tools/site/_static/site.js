@@ -15,6 +15,7 @@
   const sight = new IntersectionObserver((entries) => {
     for (const e of entries) (e.isIntersecting ? wide.add(e.target) : wide.delete(e.target));
     toc()?.classList.toggle("hide", wide.size > 0);
+    toc()?.classList.toggle("ahv-folded", wide.size > 0);
   });
 
   function widen() {
@@ -38,6 +39,7 @@
         sight.unobserve(out);
         wide.delete(out);
         toc()?.classList.toggle("hide", wide.size > 0);
+        toc()?.classList.toggle("ahv-folded", wide.size > 0);
       }
     }
   }
@@ -53,4 +55,26 @@
     { subtree: true, attributes: true, attributeFilter: ["data-min-width"] });
   addEventListener("resize", later);
   later();
+})();
+
+// A table wider than its box (the documentation's, on a phone) scrolls in the theme's container:
+// that box takes keyboard focus (arrow keys scroll it), is named, and shows an edge (site.css).
+(() => {
+  const mark = () => {
+    for (const box of document.querySelectorAll(".pst-scrollable-table-container")) {
+      const over = box.scrollWidth > box.clientWidth + 1;
+      box.toggleAttribute("data-overflow", over);
+      if (over) {
+        box.tabIndex = 0;
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", "Table, wider than the page: scrolls sideways");
+      } else if (box.getAttribute("role") === "region") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    }
+  };
+  addEventListener("resize", mark);
+  mark();
 })();
