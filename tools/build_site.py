@@ -257,6 +257,11 @@ def main() -> None:
     (src / "site_info.json").write_text(json.dumps({"repository_url": repository}))
 
     nbs = [prepare(path) for path in notebooks]
+    # --- references and glossary (tools/site_references.py, owned by issue 43's item 5) ---
+    import site_references  # rewrites the paper links and first glosses of nbs in place
+    for name, page in site_references.apply(notebooks, nbs).items():
+        (src / name).write_text(page, encoding="utf-8")  # references.md, glossary.md
+    # --- end references and glossary ---
     text = []
     for path, nb in zip(notebooks, nbs):
         nbformat.write(nb, src / path.name)
