@@ -22,6 +22,7 @@ treats a missing Chromium; without site/index.html likewise ("run make site").
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -100,6 +101,25 @@ def test_audit_tools_are_the_pinned_versions(site):
         assert installed["version"] == pins[package], (
             f"node_modules has {package} {installed['version']}, package.json pins "
             f"{pins[package]}: run npm ci")
+
+
+def test_the_site_is_served_as_a_static_host_serves_it(site, base_url):
+    """Text gzipped (what the byte counts assume), images as they are, a cache lifetime."""
+    def get(path: str) -> tuple[dict, bytes]:
+        req = urllib.request.Request(base_url + path, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return {k.lower(): v for k, v in r.headers.items()}, r.read()
+
+    for path in ("index.html", "_static/site.css"):
+        headers, body = get(path)
+        assert headers.get("content-encoding") == "gzip", (path, headers)
+        assert gzip.decompress(body) == (site / path).read_bytes(), path
+        assert int(headers["content-length"]) == len(body) < (site / path).stat().st_size
+        assert headers.get("cache-control") == "max-age=600", (path, headers)
+    png = next(site.glob("_images/*.png"), None)
+    if png is not None:
+        headers, body = get(f"_images/{png.name}")
+        assert "content-encoding" not in headers and body == png.read_bytes()
 
 
 @pytest.mark.parametrize("width", WIDTHS)
