@@ -266,8 +266,8 @@ def main() -> None:
     for path, nb in zip(notebooks, nbs):
         nbformat.write(nb, src / path.name)
         text.append(json.dumps(nb, ensure_ascii=False))
+    # front (issue 43): landing() writes index.ipynb (a live view) and docs/ itself; returns their text.
     index = landing(notebooks, nbs, static)
-    (src / "index.md").write_text(index, encoding="utf-8")
     fonts, font_bytes = cjk_font(cjk_characters("".join(text) + index), static)
 
     # Built in build/ (MyST-NB writes its jupyter_execute/ beside the output), then moved.

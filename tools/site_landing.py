@@ -1,15 +1,40 @@
-"""The course site's landing page (index.md), written by tools/build_site.py: what the series
-teaches, in order, a picture per notebook (its first figure), how to run it."""
+"""The course site's landing page and its sidebar, written by tools/build_site.py.
+
+The landing page is a notebook, index.ipynb, so that its live view goes through the same
+renderer as the notebook pages: one code cell (input removed) holds the stored output of one
+page view of notebook 01 (its widget view and its PNG fallback), and the notebook's metadata
+holds only that view's models of 01's widget state. Around it: what the series is, a "Start
+with 01" button, the series' order at a glance, a card per notebook (its first figure and its
+opening) and the sidebar's toctrees: the notebooks, then "Reference" (glossary and references,
+where the build has them) and "Documentation" (docs/*.md, copied beside the notebooks: every
+page of the site sits in one folder, as the build's page-by-page steps expect).
+"""
 
 from __future__ import annotations
 
+import html
+import json
 import re
+import shutil
+import struct
 from base64 import b64decode
 from pathlib import Path
 
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # Colab's badge line, first in each notebook (tools/sync_colab.py writes it).
 BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\s*\n+")
+# The live view: notebook 01's temperature view (softmax weights of 3 queries over 4 keys and
+# their entropy, one slider): what every later notebook builds on, and the lightest view with a
+# heatmap (28 KiB of widget state with its module, a 34 kB PNG fallback).
+VIEW_NOTEBOOK, VIEW_TEXT = "01", "[temperature:"
+# The series in three parts, by the notebooks' numbers (true to their titles).
+PARTS = [("Foundations", "01", "05"), ("The Transformer", "06", "08"),
+         ("Attention in today's models", "09", "12")]
 
 
 def title_of(nb) -> str:
@@ -47,12 +72,115 @@ def first_figure(nb) -> bytes | None:
     return min(pngs, key=lambda p: p[0])[1] if pngs else None
 
 
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR: the card's <img> reserves its box before it loads."""
+    return struct.unpack(">II", png[16:24])
+
+
+def live_view(nb) -> tuple[dict, dict]:
+    """(output, widget state): the stored output of the notebook's view whose text starts with
+    VIEW_TEXT, and the models of the notebook's widget state that view needs (its model and
+    every model it names as ``IPY_MODEL_<id>``, e.g. its layout)."""
+    state = nb.metadata["widgets"][WIDGET_STATE]
+    output = next(out for cell in nb.cells if cell.cell_type == "code"
+                  for out in cell.get("outputs", [])
+                  if WIDGET_VIEW in out.get("data", {})
+                  and out["data"].get("text/plain", "").startswith(VIEW_TEXT))
+    wanted, todo = {}, [output["data"][WIDGET_VIEW]["model_id"]]
+    while todo:
+        model_id = todo.pop()
+        if model_id in wanted:
+            continue
+        wanted[model_id] = state["state"][model_id]
+        todo += re.findall(r"IPY_MODEL_([0-9a-f]+)", json.dumps(wanted[model_id]))
+    return output, {**state, "state": wanted}
+
+
+def order_at_a_glance(notebooks: list[Path], nbs: list) -> str:
+    """The series' parts side by side, each a numbered list of its notebooks' short titles
+    (the title up to its colon), linked to their pages."""
+    parts = []
+    for part, first, last in PARTS:
+        items = [f'<li><span class="ahv-number">{path.stem[:2]}</span> <a href="{path.stem}.html">'
+                 f'{html.escape(title_of(nb).split("·", 1)[-1].split(":")[0].strip())}</a></li>'
+                 for path, nb in zip(notebooks, nbs) if first <= path.stem[:2] <= last]
+        if items:
+            parts.append(f'<div><p class="ahv-part">{part} · {first}–{last}</p>\n<ol>\n'
+                         + "\n".join(items) + "\n</ol></div>")
+    return '<nav class="ahv-order" aria-label="The series in order">\n' + "\n".join(parts) + "\n</nav>"
+
+
+def documentation(src: Path, repository: str) -> list[str]:
+    """Copy docs/*.md (and the pictures they show) beside the notebooks, their links made to
+    work on the site: a notebook's file becomes its page, any other file of the repository its
+    GitHub page. Returns the pages' names for the toctree, in the order of DOC_ORDER, then the
+    rest. A page whose name another page of the site has already taken is an error."""
+    for picture in DOCS.glob("*.png"):
+        shutil.copy2(picture, src / picture.name)
+    names = []
+    for page in sorted(DOCS.glob("*.md"), key=lambda p: (DOC_ORDER + [p.stem]).index(p.stem)):
+        if (src / page.name).exists() or (src / f"{page.stem}.ipynb").exists():
+            raise ValueError(f"docs/{page.name}: the site already has a page {page.stem}")
+        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"\]\(\.\./([^)#\s]+)", lambda m: "](" + site_link(m[1], repository), text)
+        (src / page.name).write_text(text, encoding="utf-8")
+        names.append(page.stem)
+    return names
+
+
+def site_link(path: str, repository: str) -> str:
+    """Where a docs page's link to ``../path`` (a file of the repository) points on the site: a
+    notebook's page (``NN_name.ipynb`` beside it, a document Sphinx resolves), else the file on
+    GitHub."""
+    notebook = re.fullmatch(r"notebooks/(\d\d_\w+\.ipynb)", path)
+    return notebook[1] if notebook else f"{repository}/blob/main/{path}"
+
+
+# The documentation pages in the sidebar's order (a page not named here comes after them).
+DOC_ORDER = ["install", "reading", "notebooks", "views", "helpers", "testing", "performance",
+             "site-speed"]
+
+STYLE = """\
+<style>
+/* The landing page's own rules (it is the only page that has these elements). */
+a.ahv-start { display: inline-block; padding: 0.55rem 1.3rem; margin: 0.2rem 0 0.6rem;
+  border-radius: 0.4rem; font-weight: 600; text-decoration: none;
+  background: var(--pst-color-primary); color: var(--pst-color-background); }
+a.ahv-start:hover, a.ahv-start:focus-visible { text-decoration: underline;
+  color: var(--pst-color-background); }
+p.ahv-caption { font-size: 0.9rem; color: var(--pst-color-text-muted); margin-top: 0.2rem; }
+nav.ahv-order { display: grid; grid-template-columns: repeat(auto-fit, minmax(13rem, 1fr));
+  gap: 0.4rem 1.5rem; margin-bottom: 1rem; }
+nav.ahv-order p.ahv-part { font-weight: 600; margin: 0 0 0.3rem; }
+nav.ahv-order ol { list-style: none; padding: 0; margin: 0; }
+nav.ahv-order li { margin: 0 0 0.25rem; }
+nav.ahv-order span.ahv-number { display: inline-block; min-width: 1.6rem;
+  font-variant-numeric: tabular-nums; color: var(--pst-color-text-muted); }
+img.series-card { height: auto; }  /* its width and height attributes give the ratio only */
+/* The landing page is a notebook only to hold its live view: nothing to launch in Colab. */
+.bd-header-article div.dropdown-launch-buttons { display: none; }
+</style>"""
+
 LANDING = """\
 # Attention, hands-on
 
 Attention mechanisms（注意力机制）in PyTorch, one idea per notebook: each is built from
-scratch, checked against a small tested helper, and drawn as a figure you can move. Start at
-[notebook 01]({first}) and go in order: each notebook uses what the ones before it built.
+scratch, checked against a small tested helper, and drawn as a figure you can move. Go in order:
+each notebook uses what the ones before it built.
+
+<a class="ahv-start" href="{first_html}">Start with 01 →</a>
+"""
+
+CAPTION = """\
+<p class="ahv-caption">A live figure, from <a href="{first_html}">{first_title}</a>: move the
+temperature τ and the softmax weights of three queries over four keys, and their entropy,
+redraw in this page, with no Python and no network.</p>
+
+## The series at a glance
+
+{order}
+
+## Where to read it
 
 - **This site**: read it here; the figures redraw when you move their controls, with no Python
   and no network (everything the pages use is served with them). The code is what ran and the
@@ -62,31 +190,60 @@ scratch, checked against a small tested helper, and drawn as a figure you can mo
 - **Colab**: the rocket button at the top of each notebook page opens that notebook in Colab;
   its first cell fetches the repository's `helpers` there and installs nothing.
 
-{cards}
-
-```{{toctree}}
-:hidden:
-:maxdepth: 1
-
-{toctree}
-```
+More in the [documentation](reading.md): installing, the views, the helpers, the tests and
+what the series costs to run.
 """
 
 
+def toctree(caption: str, names: list[str]) -> str:
+    return f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n:caption: {caption}\n\n" + "\n".join(names) + "\n```"
+
+
 def landing(notebooks: list[Path], nbs: list, static: Path) -> str:
-    """index.md: the series in order, each notebook with its first figure and its opening."""
+    """Write index.ipynb (and the docs pages) beside the notebooks in the Sphinx source folder (the parent
+    of ``static``); return the text of the pages written, for the CJK font subset."""
+    src = static.parent
     (static / "cards").mkdir(parents=True, exist_ok=True)
-    cards, names = [], []
+    cards = []
     for path, nb in zip(notebooks, nbs):
-        title = title_of(nb)
-        card = [f"## [{title}]({path.name})", ""]
+        card = [f"## [{title_of(nb)}]({path.name})", ""]
         picture = first_figure(nb)
         if picture:
             (static / "cards" / f"{path.stem}.png").write_bytes(picture)
+            width, height = png_size(picture)
             card += [f'<img class="series-card" src="_static/cards/{path.stem}.png" '
+                     f'width="{width}" height="{height}" '
                      f'alt="The first figure of notebook {path.stem[:2]}" loading="lazy">', ""]
         card.append(introduction(nb))
         cards.append("\n".join(card))
-        names.append(path.stem)
-    return LANDING.format(first=notebooks[0].name, cards="\n\n".join(cards),
-                          toctree="\n".join(names))
+
+    site_info = json.loads((src / "site_info.json").read_text(encoding="utf-8"))
+    docs = documentation(src, site_info["repository_url"])
+    reference = [name for name in ("glossary", "references") if (src / f"{name}.md").is_file()]
+    sidebar = [toctree("Notebooks", [p.stem for p in notebooks])]
+    if reference:
+        sidebar.append(toctree("Reference", reference))
+    sidebar.append(toctree("Documentation", docs))
+
+    k = next(i for i, p in enumerate(notebooks) if p.stem.startswith(VIEW_NOTEBOOK))
+    output, state = live_view(nbs[k])
+    first_html = notebooks[0].stem + ".html"
+    index = nbformat.v4.new_notebook()
+    index.metadata = {"kernelspec": nbs[k].metadata.get("kernelspec", {}),
+                      "language_info": nbs[k].metadata.get("language_info", {}),
+                      "widgets": {WIDGET_STATE: state}}
+    index.cells = [
+        nbformat.v4.new_markdown_cell(STYLE + "\n\n" + LANDING.format(first_html=first_html)),
+        nbformat.v4.new_code_cell(
+            "# notebook 01's view, as stored", metadata={"tags": ["remove-input"]},
+            outputs=[nbformat.from_dict(output)]),
+        nbformat.v4.new_markdown_cell(CAPTION.format(
+            first_html=notebooks[k].stem + ".html", first_title=title_of(nbs[k]),
+            order=order_at_a_glance(notebooks, nbs))),
+        nbformat.v4.new_markdown_cell("\n\n".join(cards)),
+        nbformat.v4.new_markdown_cell("\n\n".join(sidebar)),
+    ]
+    nbformat.write(index, src / "index.ipynb")
+    pages = [cell.source for cell in index.cells]
+    pages += [(src / f"{name}.md").read_text(encoding="utf-8") for name in docs]
+    return "\n".join(pages)
