@@ -2,16 +2,19 @@
 outputs (nothing is executed), the page views still movable without a kernel.
 
 Run by `make site` (after `npm ci` and `pip install -r requirements-site.txt`). Steps:
-1. build/site-src/ gets tools/site/ (conf.py, site.css, site.js, require-config.js), the JavaScript from
-   node_modules/ (require.js, the widget renderer, anywidget, MathJax 2) and each notebook
-   prepared for readers: its widget state merged back (tools/widget_state.py), the Colab badge
-   and Colab cell removed (the theme's launch button links to Colab), solutions tagged
-   ``hide-cell`` and check cells ``hide-input`` (collapsed until clicked).
+1. build/site-src/ gets tools/site/ (conf.py; _static/: site.css, site.js, book.css, book.js,
+   pageviews.js, the page views' renderer, search-scorer.js, favicon.svg), MathJax 2 from
+   node_modules/ and each notebook prepared for readers: its widget state merged back
+   (tools/widget_state.py), the Colab badge and Colab cell removed (the theme's launch button
+   links to Colab), solutions tagged ``hide-cell`` and check cells ``hide-input`` (collapsed
+   until clicked).
 2. The landing page (index.md, tools/site_landing.py): what the series teaches, in order, a picture per notebook (its
    first figure), how to run it.
 3. A subset of Noto Sans SC (npm @fontsource/noto-sans-sc) holding only the CJK characters
    the pages use, so the Chinese terms render on a machine without a CJK font.
-4. sphinx-build; then every page and style sheet is checked to load nothing from another host.
+4. sphinx-build; then each page finished (finish_page: the theme's icons as inline SVG, nothing
+   render-blocking in <head>, one viewport <meta>, accessible names; /favicon.ico), and every
+   page and style sheet checked to load nothing from another host.
 Options (developers): --notebooks DIR (default notebooks/), --out DIR (default site/).
 """
 
@@ -37,16 +40,6 @@ from site_landing import landing  # tools/site_landing.py: the landing page
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
 SITE_SRC = ROOT / "tools" / "site"
-# What the pages load, as (glob under node_modules/, folder under _static/).
-STATIC = [
-    ("requirejs/require.js", "."),
-    # The widget renderer (reads the saved widget state); the font files are Font Awesome,
-    # fetched only while a widget shows an icon or its loading spinner (woff2 first).
-    ("@jupyter-widgets/html-manager/dist/embed-amd.js", "html-manager"),
-    ("@jupyter-widgets/html-manager/dist/*.woff2", "html-manager"),
-    # anywidget's npm build is itself an AMD module: define(["@jupyter-widgets/base"], ...).
-    ("anywidget/dist/index.js", "anywidget"),
-]
 # MathJax 2 (one combined file: TeX input, CommonHTML output, menus) plus what that loads on
 # demand: the Safe extension, TeX extensions, glyph data, MathML operator tables, web fonts.
 # Left out: other output renderers, menu translations, the a11y explorer (3.7 MB).
@@ -66,15 +59,14 @@ CHECK = re.compile(r"^def check_\d+\(", re.M)
 
 
 def copy_static(static: Path) -> None:
+    """MathJax 2 from node_modules/ into _static/mathjax/. (The page views need nothing from
+    npm: tools/site/_static/pageviews.js renders them; see conf.py.)"""
     if not (NODE / ".package-lock.json").is_file():
         sys.exit(f"error: no {NODE.name}/: run `npm ci` first (`make site` does)")
-    files = [(src, static / dest / src.name) for pattern, dest in STATIC
-             for src in sorted(NODE.glob(pattern))]
     mathjax = NODE / "mathjax"
-    files += [(src, static / "mathjax" / src.relative_to(mathjax))
-              for pattern in MATHJAX for src in sorted(mathjax.glob(pattern))]
-    missing = [p for p, _ in STATIC if not any(NODE.glob(p))]
-    missing += [f"mathjax/{p}" for p in MATHJAX if not any(mathjax.glob(p))]
+    files = [(src, static / "mathjax" / src.relative_to(mathjax))
+             for pattern in MATHJAX for src in sorted(mathjax.glob(pattern))]
+    missing = [f"mathjax/{p}" for p in MATHJAX if not any(mathjax.glob(p))]
     if missing:
         sys.exit(f"error: node_modules/ lacks {', '.join(missing)}: run `npm ci`")
     for src, target in files:
@@ -154,7 +146,7 @@ def cjk_font(chars: set[str], static: Path) -> tuple[int, int]:
         covered.update(points)
         unicode_range = ",".join(f"U+{p:x}" for p in points)
         rules.append(f'@font-face {{ font-family: "{CJK_FAMILY}"; font-style: normal; '
-                     f"font-weight: 400; font-display: block; "
+                     f"font-weight: 400; font-display: swap; "
                      f'src: url("fonts/{name}") format("woff2"); unicode-range: {unicode_range}; }}')
     lacking = wanted - covered
     if lacking:
@@ -164,6 +156,143 @@ def cjk_font(chars: set[str], static: Path) -> tuple[int, int]:
         "   tools/build_site.py to the CJK characters these pages use. */\n"
         + "\n".join(rules) + "\n", encoding="utf-8")
     return len(rules), size
+
+
+# ------------------------------------------------------------------------------ pages
+
+
+FA_SCRIPT = "_static/scripts/fontawesome.js"  # the theme's icon script, written out by finish()
+FA_PACKS = {"fa-solid": "fas", "fas": "fas", "fa-brands": "fab", "fab": "fab",
+            "fa-regular": "far", "far": "far"}
+# An icon of the theme: an empty <i> or <span> whose classes name a Font Awesome style and icon.
+FA_ELEMENT = re.compile(r'<(i|span) class="((?:[\w-]+ )*(?:fa-solid|fas|fa-brands|fab|fa-regular|far)'
+                        r'(?: [\w-]+)*)"([^>]*)></\1>')
+HEAD_SCRIPT = re.compile(r"<script\b([^>]*)\bsrc=\"([^\"]+)\"([^>]*)></script>")
+SEARCH_SCRIPTS = re.compile(r'\s*<script src="(?:_static/searchtools\.js|_static/language_data\.js|'
+                            r'searchindex\.js)"></script>')
+VIEWPORT = re.compile(r'\s*<meta name="viewport"[^>]*>')
+
+
+def theme_icons(script: str) -> dict[tuple[str, str], tuple[int, int, str]]:
+    """(pack, name) → (width, height, SVG path) of every icon in the theme's fontawesome.js, a
+    bundle of Font Awesome Free's packs, each an object ``var b={name:[w,h,aliases,unicode,
+    path],...}`` registered by ``p("fas",b)``."""
+    icons = {}
+    for pack in ("fab", "far", "fas"):
+        end = script.find(f'p("{pack}",b)')
+        start = script.rfind("var b={", 0, end)
+        if end < 0 or start < 0:
+            sys.exit(f"error: no {pack} icons found in the theme's {FA_SCRIPT}: its format changed")
+        for name, w, h, path in re.findall(r'"?([\w-]+)"?:\[(\d+),(\d+),\[[^\]]*\],"[^"]*","([^"]+)"\]',
+                                           script[start:end]):
+            icons[(pack, name)] = (int(w), int(h), path)
+    return icons
+
+
+def inline_icons(page: str, icons: dict) -> str:
+    """Each icon element → the inline <svg> fontawesome.js would have made of it at run time
+    (same classes, less the style's; other attributes kept; hidden from screen readers: the
+    buttons around them carry the names)."""
+    def svg(m: re.Match) -> str:
+        classes = m.group(2).split()
+        pack = next(FA_PACKS[c] for c in classes if c in FA_PACKS)
+        name = next((c[3:] for c in classes if (pack, c[3:]) in icons), None)
+        if name is None:
+            sys.exit(f"error: the theme's {FA_SCRIPT} has no icon for {m.group(0)}")
+        w, h, path = icons[(pack, name)]
+        kept = " ".join(c for c in classes if c not in FA_PACKS)
+        return (f'<svg class="svg-inline--fa {kept}"{m.group(3)} data-icon="{name}" '
+                f'viewBox="0 0 {w} {h}" aria-hidden="true" focusable="false">'
+                f'<path fill="currentColor" d="{path}"/></svg>')
+    return FA_ELEMENT.sub(svg, page)
+
+
+def font_preloads(page: str, faces: list[tuple[str, set[int]]]) -> str:
+    """<link rel=preload> for the CJK font files (cjk.css) holding the characters of the page's
+    opening (its first 4,000 characters of text: the title, the first paragraph, the contents),
+    so that the Chinese terms are drawn in it from the first paint (font-display: swap: the text
+    never waits for the font; it would show in a fallback face until then)."""
+    body = page.split("<body", 1)[-1]
+    text = re.sub(r"<script\b.*?</script>|<[^>]+>", "", body, flags=re.S)
+    opening = {ord(c) for c in " ".join(text.split())[:4000] if ord(c) >= 0x2E80}
+    return "".join(f'\n<link rel="preload" href="_static/fonts/{name}" as="font" type="font/woff2" '
+                   f'crossorigin />' for name, points in faces if points & opening)
+
+
+def finish_page(page: str, name: str, icons: dict, doc_options: str,
+                faces: list[tuple[str, set[int]]]) -> str:
+    """What the theme's templates leave that a reader pays for, fixed in the built page:
+    - its icons drawn by fontawesome.js (1.56 MB, every page) → inline SVG, the script dropped;
+    - nothing render-blocking in <head>: documentation_options.js (a few lines the inline
+      scripts after it read) inlined, every other script deferred (they wait for the DOM
+      anyway); Sphinx's search scripts and index (80 kB) only on search.html (the theme loads
+      them everywhere for a search-as-you-type that is off);
+    - one viewport <meta> (the templates write three);
+    - the CJK font files of the page's opening preloaded (font_preloads);
+    - the accessible names of controls contain their visible text: the search field is named
+      by its text ("Search Ctrl+K", not "Search"), a folded cell's toggle by its label ("Show
+      the solution", not "Toggle hidden content")."""
+    head, sep, body = page.partition("</head>")
+    head = re.sub(r'\s*<!-- So that users can add custom icons -->\s*<script defer src="[^"]*'
+                  + re.escape(FA_SCRIPT) + r'[^"]*"></script>', "", head)
+    head = re.sub(r'<script src="[^"]*_static/documentation_options\.js[^"]*"></script>',
+                  lambda m: f"<script>{doc_options}</script>", head)
+    if name != "search.html":
+        head = SEARCH_SCRIPTS.sub("", head)
+
+    def deferred(m: re.Match) -> str:
+        attributes = m.group(1) + m.group(3)
+        if re.search(r"\b(?:defer|async)\b|type=\"module\"", attributes):
+            return m.group(0)
+        return f'<script defer{m.group(1)[:-1] if m.group(1).endswith(" ") else m.group(1)} ' \
+               f'src="{m.group(2)}"{m.group(3)}></script>'
+    head = HEAD_SCRIPT.sub(deferred, head)
+    viewports = iter(range(100))
+    head = VIEWPORT.sub(lambda m: m.group(0) if next(viewports) == 0 else "", head)
+    head = head.replace('<link rel="stylesheet" type="text/css" href="_static/cjk.css',
+                        font_preloads(page, faces).lstrip("\n") + "\n    "
+                        '<link rel="stylesheet" type="text/css" href="_static/cjk.css', 1)
+    body = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
+    page = head + sep + body
+    page = re.sub(r'(<button class="btn search-button-field search-button__button[^"]*"[^>]*?)'
+                  r' aria-label="Search"', r"\1", page)
+    return inline_icons(page, icons)
+
+
+def favicon_ico(svg: Path, ico: Path) -> None:
+    """/favicon.ico (browsers ask for it whatever the page links), drawn from favicon.svg's
+    rectangles (the icon is a 4 × 4 causal attention mask) at 16, 32 and 48 px."""
+    from PIL import Image, ImageDraw
+
+    text = svg.read_text(encoding="utf-8")
+    size = 32 * 8
+    image = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    for attrs in re.findall(r"<rect ([^>]*)/>", text):
+        a = dict(re.findall(r'(\w+)="([^"]*)"', attrs))
+        x, y = float(a.get("x", 0)) * 8, float(a.get("y", 0)) * 8
+        box = (x, y, x + float(a["width"]) * 8 - 1, y + float(a["height"]) * 8 - 1)
+        fill = a["fill"].lstrip("#")
+        colour = tuple(int(fill[i:i + 2], 16) for i in range(0, len(fill), 2))
+        draw.rounded_rectangle(box, radius=float(a.get("rx", 0)) * 8, fill=colour)
+    image.save(ico, sizes=[(16, 16), (32, 32), (48, 48)])
+
+
+def finish(out: Path) -> None:
+    """Every page through finish_page(); the theme's icon script removed (its licence kept);
+    /favicon.ico written."""
+    script = out / FA_SCRIPT
+    icons = theme_icons(script.read_text(encoding="utf-8"))
+    doc_options = (out / "_static" / "documentation_options.js").read_text(encoding="utf-8")
+    css = (out / "_static" / "cjk.css").read_text(encoding="utf-8")
+    faces = [(name, ranges(spec)) for name, spec in
+             re.findall(r'url\("fonts/([^"]+)"\)[^;]*;\s*unicode-range:\s*([^;]+);', css)]
+    for page in sorted(out.glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        page.write_text(finish_page(text, page.name, icons, doc_options, faces), encoding="utf-8")
+    for leftover in (script, script.with_name(script.name + ".map")):
+        leftover.unlink(missing_ok=True)
+    favicon_ico(out / "_static" / "favicon.svg", out / "favicon.ico")
 
 
 # ------------------------------------------------------------------------------ offline
@@ -283,6 +412,7 @@ def main() -> None:
         shutil.copy2(path, html_dir / "_sources" / path.name)
     shutil.rmtree(out, ignore_errors=True)
     shutil.move(html_dir, out)
+    finish(out)
     check_offline(out)
 
     pages = sorted(out.glob("*.html"))

@@ -10,11 +10,19 @@ the page (set the value and dispatch the event: view.js redraws inside the handl
 p90 and max per page and overall go to the summary and artifacts/browser/site_redraw.json,
 with no assertion on them. The pages expected are those of notebooks/ (conftest.py's
 ``ATTN_NOTEBOOKS_DIR`` too); ``ATTN_SITE_DIR=/some/dir`` (developers) serves another build.
+
+What a reader pays for, as sizes and geometry (never timings): no script blocks rendering in any
+page's <head>, no page loads the Jupyter widget renderer, require.js or the theme's icon script
+(the views are drawn by _static/pageviews.js, only where there are views), each notebook page
+weighs at most PAGE_BUDGET compressed when opened cold; display equations are centred in their
+column; one viewport <meta>, a description, a favicon; a copy button per code cell that copies the
+code only; printing opens the solutions; "sink" finds notebook 11 first, with clean snippets.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import math
 import os
@@ -40,6 +48,7 @@ RENDER_TIMEOUT_MS = 30_000
 TIMED_MOVES = 10  # per range control; a select visits every option, a checkbox toggles 4 times
 TIMES: dict[str, list[float]] = {}  # page → ms per move, written out after the last page
 
+PAGE_BUDGET = 1_500_000  # bytes, gzip-compressed, of everything a notebook page loads cold
 PLACEHOLDERS = 'script[type="application/vnd.jupyter.widget-view+json"]'
 # Every widget placeholder replaced by a rendered widget, every page view drawn once.
 RENDERED = f"""() => [...document.querySelectorAll('{PLACEHOLDERS}')].every(
@@ -116,6 +125,9 @@ class Page:
             f"request failed: {r.url} {r.failure}"))
         self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
             f"HTTP {r.status}: {r.url}"))
+        self.loaded: list[str] = []  # every URL of the site the page fetched
+        self.page.on("requestfinished", lambda r: r.url.startswith(base_url) and self.loaded.append(
+            r.url[len(base_url):]))
 
     def check(self, when: str) -> None:
         assert not self.remote, f"{when}: requests to other hosts (aborted): {self.remote}"
@@ -186,6 +198,28 @@ def test_every_page_links_the_index_its_neighbours_and_the_notebooks_it_names(k,
             ".map((a) => [a.textContent, a.getAttribute('href')])"):
         number = link[0][-2:]
         assert link[1].startswith(next(n for n in NOTEBOOKS if n.startswith(number))), link
+
+
+def test_search_for_sink_lands_on_notebook_11_with_clean_snippets(open_page):
+    # The landing page repeats every notebook's title and opening: it must not outrank the
+    # notebook (search-scorer.js); snippets are the article's text, not the theme's buttons
+    # ("Light Dark …") or TeX source.
+    p = open_page("search.html?q=sink")
+    page = p.page
+    page.wait_for_selector("#search-results ul.search li p.context", timeout=RENDER_TIMEOUT_MS)
+    page.wait_for_function("""() => [...document.querySelectorAll("#search-results li")]
+        .every((li) => li.querySelector("p.context"))""", timeout=RENDER_TIMEOUT_MS)
+    hits = page.eval_on_selector_all("#search-results ul.search li", """lis => lis.map((li) =>
+        [li.querySelector("a").getAttribute("href"), li.querySelector("p.context").textContent])""")
+    pages = [h[0].split("#")[0].split("?")[0] for h in hits]
+    assert pages[0] == "11_windows_sinks_and_latent_attention.html", pages
+    # The landing page after every notebook that matches (it only repeats them).
+    assert "index.html" not in pages or all(p == "index.html" for p in pages[pages.index("index.html"):]), pages
+    for href, snippet in hits:
+        # Theme text (the colour-mode menu, the contents' heading, the download buttons) or TeX.
+        assert not re.search(r"\bDark\b|\bContents\b|\.ipynb|\.pdf|\\\(|\\\[|\\mathbf|Toggle",
+                             snippet), (href, snippet)
+    p.check("search sink")
 
 
 def test_search_for_online_softmax_lands_on_notebook_09(open_page):
@@ -266,22 +300,6 @@ def test_chinese_terms_are_drawn_with_the_shipped_font(open_page, report):
            f"({'no system CJK font' if not system_cjk.strip() else 'a system CJK font exists too'});"
            f" subset {total / 1e3:.0f} kB in {len(subset)} files")
     p.check("02 fonts")
-
-
-def test_the_widget_renderers_icon_font_is_served(open_page):
-    # The widget renderer shows a Font Awesome spinner while widgets load (only on a slow page):
-    # webpack looks for the font beside the module that asks, which require-config.js maps to
-    # _static/html-manager/. Forced here, so a wrong mapping fails every time, not now and then.
-    p = open_page("03_masked_softmax.html")
-    p.page.wait_for_function(RENDERED, timeout=RENDER_TIMEOUT_MS)
-    p.page.evaluate("""() => { const i = document.createElement("i");
-        i.className = "fa fa-spinner fa-spin"; document.body.prepend(i); }""")
-    p.page.wait_for_function("() => document.fonts.check('12px FontAwesome')")
-    p.page.evaluate("() => document.fonts.ready")
-    loaded = p.page.evaluate("""() => performance.getEntriesByType("resource")
-        .map((r) => r.name).filter((n) => n.includes("/_static/html-manager/") && n.endsWith(".woff2"))""")
-    assert loaded, "Font Awesome was not fetched from _static/html-manager/"
-    p.check("03 with a spinner")
 
 
 PHONE = {"width": 390, "height": 844}
@@ -367,7 +385,19 @@ def test_page_renders_and_every_view_control_redraws(name, open_page, save_scree
         maths = page.evaluate(MATHS)
         assert maths["tex"] > 0 and maths["typeset"] == maths["tex"], f"{name}: maths {maths}"
         assert not maths["errors"], f"{name}: MathJax could not typeset {maths['errors']}"
+        # Display equations centred in their column (the theme's MathJax 3 rule pushed MathJax
+        # 2's to the right); one wider than the column scrolls in its own focusable box.
+        for eq in page.evaluate(DISPLAY_MATHS):
+            if eq["overflows"]:
+                assert eq["tabindex"] == "0" and eq["right"] <= eq["column_right"] + 1, f"{name}: {eq}"
+            else:
+                assert abs(eq["centre"] - eq["column_centre"]) <= 3, f"{name}: not centred: {eq}"
     p.check(f"{name}: on opening")
+
+    # A copy button on every code cell's code, none on an output.
+    copies = page.evaluate(COPY_BUTTONS)
+    assert copies["cells"] > 0 and copies["buttons"] == copies["cells"], f"{name}: {copies}"
+    assert copies["on_outputs"] == 0, f"{name}: {copies}"
 
     views = page.locator(".ahv-view")
     assert views.count() >= 1, (
@@ -381,9 +411,44 @@ def test_page_renders_and_every_view_control_redraws(name, open_page, save_scree
             controls += 1
         save_screenshot(lambda path: view.screenshot(path=path), f"site_{name}_{v + 1}.png")
     p.check(f"{name}: after moving every control")
+    # What the page cost, cold, compressed as a static host serves it (gzip for text).
+    page.wait_for_load_state("networkidle")
+    sizes = {url: compressed_size(url) for url in set(p.loaded)}
+    total = sum(sizes.values())
+    biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
+    assert total <= PAGE_BUDGET, f"{name}: {total / 1e6:.2f} MB compressed; biggest {biggest}"
+    assert not [u for u in sizes if re.search(r"embed-amd|require\.js|fontawesome\.js|anywidget", u)]
+    report(f"site {name}: {total / 1e6:.2f} MB compressed cold, {len(sizes)} files")
     TIMES[name] = times
     report(f"site {name}: {views.count()} views, {controls} controls, {len(times)} timed moves, "
            + stats_line(times))
+
+
+# Each typeset display equation: its centre and its column's, and whether it overflows.
+DISPLAY_MATHS = """() => [...document.querySelectorAll("div.math")].map((box) => {
+  const eq = box.querySelector(".MathJax_CHTML"), col = box.getBoundingClientRect();
+  if (!eq || !box.checkVisibility()) return null;
+  const r = eq.getBoundingClientRect();
+  return { centre: r.left + r.width / 2, column_centre: col.left + col.width / 2,
+           right: col.right, column_right: box.closest("article").getBoundingClientRect().right,
+           overflows: box.scrollWidth > box.clientWidth + 1, tabindex: box.getAttribute("tabindex") };
+}).filter(Boolean)"""
+# Code cells with code, their copy buttons, and copy buttons on outputs (there must be none).
+COPY_BUTTONS = """() => ({
+  cells: [...document.querySelectorAll(".cell_input")].filter((c) => c.querySelector("div.highlight pre")).length,
+  buttons: document.querySelectorAll(".cell_input button.copy-code").length,
+  on_outputs: document.querySelectorAll(".cell_output button.copy-code, .output button.copy-code").length,
+})"""
+TEXT_TYPES = (".html", ".js", ".css", ".json", ".svg", ".ico", ".txt")
+
+
+def compressed_size(url: str) -> int:
+    """Bytes of a site file as a static host sends it: gzip (level 6) for text, as is otherwise."""
+    path = SITE / url.split("?")[0].split("#")[0]
+    if path.is_dir():
+        path = path / "index.html"
+    data = path.read_bytes()
+    return len(gzip.compress(data, 6)) if path.suffix in TEXT_TYPES else len(data)
 
 
 def move_and_time(name: str, view, control) -> list[float]:
@@ -528,3 +593,200 @@ def test_canvas_heatmap_cells_have_the_colours_of_their_values(name, open_page):
             checked += len(points)
     assert checked > 0
     page.check(name)
+
+
+# ------------------------------------------------------------------------------ what a reader pays
+
+
+# Every page of the build (notebooks, landing, search, documentation, references), or the
+# pages expected when there is no build yet (the test then skips or fails on `site`).
+PAGES = sorted({p.stem for p in SITE.glob("*.html")} | {"index", "search", *NOTEBOOKS})
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_head_blocks_nothing_and_holds_one_viewport_a_description_and_a_favicon(name, site):
+    # Read from the built file: what the browser meets before it can draw anything.
+    text = (site / f"{name}.html").read_text(encoding="utf-8")
+    head = text.split("</head>", 1)[0]
+    blocking = [tag for tag in re.findall(r"<script\b[^>]*\bsrc=[^>]*>", head)
+                if not re.search(r"\b(?:defer|async)\b|type=\"module\"", tag)]
+    assert not blocking, f"{name}: scripts that block rendering: {blocking}"
+    loads = " ".join(re.findall(r"<(?:script|link)\b[^>]*>", text))  # what the page fetches
+    for gone in ("embed-amd", "require.js", "require-config", "_static/anywidget", "fontawesome.js"):
+        assert gone not in loads, f"{name}: still loads {gone}"
+    assert 'href="genindex.html"' not in text and "Toggle hidden content" not in text
+    assert not re.search(r'<(?:i|span) class="[^"]*\bfa-', text), f"{name}: an icon left to a script"
+    views = "application/vnd.jupyter.widget-view+json" in text
+    module = [tag for tag in re.findall(r"<script\b[^>]*>", head)
+              if "_static/pageviews.js" in tag and 'type="module"' in tag]
+    assert len(module) == (1 if views else 0), f"{name}: pageviews.js {len(module)} times"
+    assert len(re.findall(r'<meta name="viewport"', text)) == 1
+    description = re.findall(r'<meta name="description" content="([^"]*)"', head)
+    assert len(description) == 1 and 60 <= len(description[0]) <= 160, f"{name}: {description}"
+    assert "\\(" not in description[0] and "<" not in description[0]
+    assert re.search(r'<link rel="icon" href="_static/favicon\.svg"', head)
+    if name == "search":
+        assert "searchindex.js" in head
+    else:  # the theme's search-as-you-type is off: no index on every page
+        assert "searchindex.js" not in head and "searchtools.js" not in head
+    assert not (site / "genindex.html").exists()
+
+
+def test_favicon_is_served_at_the_root_and_in_static(site, base_url, browser):
+    context = browser.new_context()
+    try:
+        for path, kind in (("favicon.ico", "image/vnd.microsoft.icon"),
+                           ("_static/favicon.svg", "image/svg+xml")):
+            response = context.request.get(base_url + path)
+            assert response.status == 200, path
+            assert response.headers["content-type"] == kind
+            assert len(response.body()) > 100
+    finally:
+        context.close()
+
+
+def test_theme_buttons_show_their_icons_as_inline_svg(open_page):
+    p = open_page("02_attention_pooling.html")
+    icons = p.page.evaluate("""() => [...document.querySelectorAll(
+        ".theme-switch-button, .search-button-field, .primary-toggle, .dropdown-toggle")]
+      .filter((b) => b.checkVisibility()).map((b) => {
+        const svg = [...b.querySelectorAll("svg.svg-inline--fa")].find((s) => s.checkVisibility());
+        const r = svg?.getBoundingClientRect();
+        return { button: b.getAttribute("aria-label") || b.textContent.trim(),
+                 w: r?.width ?? 0, h: r?.height ?? 0, d: svg?.querySelector("path")?.getAttribute("d")?.length ?? 0 };
+      })""")
+    assert len(icons) >= 3, icons
+    for icon in icons:
+        assert icon["w"] >= 10 and icon["h"] >= 10 and icon["d"] > 20, icon
+    # One search box on a desktop, named by what it shows ("Search Ctrl+K").
+    boxes = p.page.evaluate("""() => [...document.querySelectorAll(".search-button-field, .search-button")]
+        .filter((b) => b.checkVisibility()).map((b) => [b.getAttribute("aria-label"), b.innerText])""")
+    assert len(boxes) == 1 and boxes[0][0] is None and "Search" in boxes[0][1], boxes
+    p.check("02 icons")
+
+
+def test_copy_button_copies_the_code_only(browser, base_url):
+    context = browser.new_context(viewport=VIEWPORT)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url.rstrip("/"))
+    try:
+        page = context.new_page()
+        page.goto(base_url + "02_attention_pooling.html", wait_until="load")
+        cell = page.locator(".cell_input").nth(1)
+        code = cell.locator("pre").inner_text()
+        cell.locator("button.copy-code").click()
+        copied = page.evaluate("() => navigator.clipboard.readText()")
+        assert copied == code.rstrip("\n") and "Copy" not in copied
+        assert cell.locator("button.copy-code").inner_text() == "Copied"
+    finally:
+        context.close()
+
+
+def test_printing_opens_the_solutions_and_leaves_out_the_chrome(open_page):
+    p = open_page("08_causal_attention_and_the_transformer_block.html")
+    page = p.page
+    solutions = "div.cell.tag_hide-cell .cell_input"
+    assert not any(page.eval_on_selector_all(solutions, "es => es.map((e) => e.checkVisibility())"))
+    # As print preview shows it (CSS only: no beforeprint event) ...
+    page.emulate_media(media="print")
+    shown = page.eval_on_selector_all(solutions, "es => es.map((e) => e.checkVisibility())")
+    assert len(shown) >= 3 and all(shown), shown
+    checks = page.eval_on_selector_all("div.cell.tag_hide-input .cell_input",
+                                       "es => es.map((e) => e.checkVisibility())")
+    assert checks and not any(checks), "the check cells' code prints folded"
+    chrome = page.eval_on_selector_all(
+        ".bd-sidebar-primary, .bd-sidebar-secondary, .bd-header, .header-article, button.copy-code",
+        "es => es.filter((e) => e.checkVisibility()).map((e) => e.className)")
+    assert not chrome, chrome
+    page.emulate_media(media="screen")
+    # ... and as window.print() does (book.js opens them, then folds them again).
+    page.evaluate("() => dispatchEvent(new Event('beforeprint'))")
+    opened = page.eval_on_selector_all("div.cell.tag_hide-cell details", "ds => ds.map((d) => d.open)")
+    assert opened and all(opened)
+    page.evaluate("() => dispatchEvent(new Event('afterprint'))")
+    assert not any(page.eval_on_selector_all("div.cell.tag_hide-cell details", "ds => ds.map((d) => d.open)"))
+    p.check("08 print")
+
+
+# The contrast of each token colour of a code cell on the cell's background (WCAG 2).
+CODE_CONTRAST = """() => {
+  const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map((v) => {
+      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const worst = {};
+  for (const pre of document.querySelectorAll(".cell_input div.highlight pre")) {
+    const bg = getComputedStyle(pre.closest("div.highlight")).backgroundColor;
+    for (const span of pre.querySelectorAll("span")) {
+      if (!span.textContent.trim()) continue;
+      const fg = getComputedStyle(span).color, r = ratio(fg, bg);
+      if (!(fg in worst) || r < worst[fg][0]) worst[fg] = [Math.round(r * 100) / 100, span.className, bg];
+    }
+  }
+  return worst;
+}"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_code_colours_reach_4_5_to_1_in_both_modes(mode, browser, base_url):
+    context = browser.new_context(viewport=VIEWPORT, color_scheme=mode)
+    try:
+        page = context.new_page()
+        page.goto(base_url + "08_causal_attention_and_the_transformer_block.html", wait_until="load")
+        assert page.evaluate("() => document.documentElement.dataset.theme") == mode
+        worst = page.evaluate(CODE_CONTRAST)
+        assert len(worst) >= 5, worst
+        low = {fg: w for fg, w in worst.items() if w[0] < 4.5}
+        assert not low, f"{mode}: token colours under 4.5:1: {low}"
+    finally:
+        context.close()
+
+
+LOADER_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>loader</title>
+<script type="application/vnd.jupyter.widget-state+json">{STATE}</script>
+<link rel="icon" href="data:,"><script type="module" src="pageviews.js"></script></head><body>
+<div class="out" id="a"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "slider"}}</script></div>
+<div class="out" id="b"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "mover"}}</script></div>
+<div class="out" id="c"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "mover"}}</script></div>
+<div class="out" id="d"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "absent"}}</script></div>
+</body></html>"""
+# An anywidget module using what view.js uses of the model: get, set, on, save_changes.
+LOADER_ESM = """export default { render({ model, el }) {
+  const b = document.createElement("button");
+  const show = () => { b.textContent = String(model.get("index")); };
+  model.on("change:index", show); show();
+  b.onclick = () => { model.set("index", model.get("index") + 1); model.save_changes(); };
+  el.append(b);
+} };"""
+
+
+def test_loader_draws_anywidget_models_and_says_why_it_cannot_draw_others(browser, tmp_path):
+    # _static/pageviews.js on a page of its own: an ipywidgets slider (needs a kernel) and a
+    # missing model are said so in the page; two views of one anywidget model share its state.
+    state = {"version_major": 2, "version_minor": 0, "state": {
+        "slider": {"model_name": "IntSliderModel", "model_module": "@jupyter-widgets/controls",
+                   "state": {"value": 3}},
+        "mover": {"model_name": "AnyModel", "model_module": "anywidget",
+                  "state": {"_esm": LOADER_ESM, "index": 1}}}}
+    (tmp_path / "pageviews.js").write_bytes((SITE / "_static" / "pageviews.js").read_bytes())
+    (tmp_path / "index.html").write_text(
+        LOADER_PAGE.replace("{{", "{").replace("}}", "}").replace("{STATE}", json.dumps(state)))
+    context = browser.new_context()
+    errors: list[str] = []
+    try:
+        with serve(tmp_path) as url:
+            page = context.new_page()
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            page.goto(url + "index.html", wait_until="load")
+            page.wait_for_function("() => document.querySelectorAll('.widget-subarea > *').length == 4")
+            said = page.eval_on_selector_all(".widget-subarea", "es => es.map((e) => e.innerText)")
+            assert "IntSliderModel" in said[0] and "kernel" in said[0], said
+            assert said[1] == said[2] == "1", said
+            assert "absent" in said[3], said
+            page.locator("#b button").click()
+            assert page.locator("#c button").inner_text() == "2"  # the shared model's event
+            kinds = page.eval_on_selector_all(
+                ".out", "os => os.map((o) => o.firstElementChild.className)")
+            assert kinds == ["widget-subarea"] * 4  # where html-manager put its views
+    finally:
+        context.close()
+    assert len(errors) == 1 and "absent" in errors[0], errors  # the missing model, loudly

@@ -1,0 +1,45 @@
+// Sphinx's search scorer for the course site (conf.py: html_search_scorer; Sphinx puts this in
+// language_data.js). Sphinx's default weights, plus one rule: the landing page repeats every
+// notebook's opening and title, so a word of a notebook also matches the landing page, often
+// as a section title; it ranks below the notebooks (a title match's worth lower), not above.
+var Scorer = {
+  score: (result) => {
+    const [docname, , , , score] = result;
+    return docname === "index" ? score - 15 : score;
+  },
+  // Sphinx 9's defaults (searchtools.js), which a defined Scorer replaces.
+  objNameMatch: 11,
+  objPartialMatch: 6,
+  objPrio: { 0: 15, 1: 5, 2: -5 },
+  objPrioDefault: 0,
+  title: 15,
+  partialTitle: 7,
+  term: 5,
+  partialTerm: 2,
+};
+
+// The snippet under each result: the page's article only (Sphinx takes the whole [role=main],
+// whose first words are the theme's buttons: "Light Dark …"), without TeX source (the fetched
+// page is not typeset: \(\sqrt d\) becomes "√d"), widget state or the solutions' toggles.
+// Sphinx loads this file (in language_data.js) after searchtools.js, before the index.
+if (typeof Search !== "undefined") {
+  const GREEK = { alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", theta: "θ",
+                  lambda: "λ", mu: "μ", pi: "π", sigma: "σ", tau: "τ", phi: "φ", omega: "ω",
+                  cdot: "·", times: "×", le: "≤", ge: "≥", to: "→", approx: "≈", infty: "∞",
+                  sqrt: "√", sum: "Σ", ldots: "…", dots: "…" };
+  const plainTex = (tex) => tex
+    .replace(/^\\[([]|\\[)\]]$/g, "")
+    .replace(/\\(?:mathbf|mathrm|mathit|operatorname|text|boldsymbol|left|right)\s*/g, "")
+    .replace(/\\([A-Za-z]+)/g, (_, name) => GREEK[name] ?? name)
+    .replace(/[{}^_]|\\[,;! ]/g, "");
+  Search.htmlToText = (htmlString, anchor) => {
+    const doc = new DOMParser().parseFromString(htmlString, "text/html");
+    doc.querySelectorAll(".headerlink, script, style, summary, button, .widget-subarea")
+      .forEach((el) => el.remove());
+    doc.querySelectorAll(".math").forEach((el) => { el.textContent = plainTex(el.textContent.trim()); });
+    const article = doc.querySelector("article") ?? doc.querySelector('[role="main"]');
+    if (!article) return "";
+    const part = anchor ? article.querySelector(anchor) : null;
+    return (part ?? article).textContent;
+  };
+}
