@@ -46,6 +46,7 @@ __all__ = ["serve_static", "page_file", "lighthouse", "scores", "failing_audits"
 SITE = REPO / "site"
 LIGHTHOUSE = REPO / "node_modules" / ".bin" / "lighthouse"
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
+REPORTS = REPO / "artifacts" / "bench"  # the Lighthouse reports of the last run (JSON)
 PAGES = ("landing", "02", "08", "11", "12")
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -313,7 +314,8 @@ def run(cfg: Config, *, site: Path = SITE, echo: bool = True) -> list[Table]:
             for form in ("mobile", "desktop"):
                 try:
                     report = lighthouse(base + name, form,
-                                        ("performance", "accessibility", "best-practices", "seo"))
+                                        ("performance", "accessibility", "best-practices", "seo"),
+                                        save=REPORTS / f"lighthouse-{key}-{form}.json")
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     lh.add(page=key, form=form, status=f"error: {e}"[:120])
                     continue
@@ -366,7 +368,8 @@ def run(cfg: Config, *, site: Path = SITE, echo: bool = True) -> list[Table]:
                         cold.note(f"{key}: {'; '.join(runs[0]['problems'])}"[:300])
             finally:
                 browser.close()
-    lh.note("mobile: Lighthouse's default (simulated slow 4G, 4× CPU slowdown, Moto G Power "
+    lh.note(f"Reports: {REPORTS.relative_to(REPO)}/lighthouse-PAGE-FORM.json. "
+            "mobile: Lighthouse's default (simulated slow 4G, 4× CPU slowdown, Moto G Power "
             "screen); desktop: --preset=desktop. LCP, TBT, FCP: Lighthouse's (simulated) values. "
             f"Chromium: {CHROMIUM}, flags {LIGHTHOUSE_CHROME_FLAGS}. Lighthouse's "
             f"benchmarkIndex (its probe of this CPU's speed at the time, higher is faster): "
