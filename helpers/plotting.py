@@ -37,7 +37,8 @@ def set_theme() -> None:
     calls it in its first code cell; figures made afterwards (the views' too) follow it. In
     Jupyter's inline backend it also shows a figure with constrained layout as drawn, not
     cropped to its tight box (``_draw_laid_out_figures_once``); other figures are cropped as
-    IPython crops them.
+    IPython crops them. Either is stored at twice its pixels, with its size in CSS pixels
+    (IPython's ``retina``), so it is sharp on a 2x screen and shown at the size it had.
 
     Applied without importing seaborn, which imports pandas (0.66 s a kernel, in notebooks
     that draw nothing with seaborn): the rcParams and colour codes that ``seaborn.set_theme``
@@ -62,12 +63,17 @@ def _draw_laid_out_figures_once() -> None:
     canvas). Every other figure is cropped as before: one without a layout engine may hang a
     label or legend outside its canvas, which the crop brings back. Nothing happens outside
     IPython, or where another PNG formatter (or none) is registered for figures: another
-    backend, ``retina``, a user's own; ``%matplotlib inline`` again restores IPython's."""
+    backend, ``retina``, a user's own; ``%matplotlib inline`` again restores IPython's.
+
+    The PNG is IPython's ``retina`` one (``retina_figure``: the figure at twice its dpi, with
+    ``width`` and ``height`` metadata at its 1x size, which Jupyter, nbconvert and MyST-NB
+    honour), with the same keyword arguments (the crop, the face colour) as the formatter it
+    replaces."""
     ipython = sys.modules.get("IPython")  # not loaded: no shell to show figures in (a script)
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
         return
-    from IPython.core.pylabtools import print_figure  # noqa: PLC0415 (loaded with the shell)
+    from IPython.core.pylabtools import print_figure, retina_figure  # noqa: PLC0415 (with the shell)
 
     png = shell.display_formatter.formatters["image/png"]
     try:
@@ -78,12 +84,14 @@ def _draw_laid_out_figures_once() -> None:
     if not (isinstance(current, functools.partial) and current.func is print_figure
             and current.keywords.get("bbox_inches") == "tight"):
         return
-    png.for_type(Figure, _once_if_laid_out(current))
+    kwargs = {k: v for k, v in current.keywords.items() if k not in ("fmt", "base64")}
+    png.for_type(Figure, _once_if_laid_out(functools.partial(retina_figure, base64=True, **kwargs)))
 
 
 def _once_if_laid_out(cropped: Callable[[Figure], object]) -> Callable[[Figure], object]:
-    """``cropped`` (IPython's ``partial(print_figure, ..., bbox_inches="tight")``), but with
-    ``bbox_inches=None`` for a figure whose layout engine is constrained layout."""
+    """``cropped`` (``partial(retina_figure, ..., bbox_inches="tight")``, IPython's keyword
+    arguments), but with ``bbox_inches=None`` for a figure whose layout engine is constrained
+    layout."""
     @functools.wraps(cropped)
     def png(fig: Figure) -> object:
         if isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):

@@ -279,17 +279,21 @@ configure_inline_support(shell, "module://matplotlib_inline.backend_inline")  # 
 {setup}
 png = shell.display_formatter.formatters["image/png"]
 
-def shown(fig):  # what the notebook stores: the formatter's base64 PNG, decoded
-    return np.asarray(Image.open(io.BytesIO(base64.b64decode(png(fig)))))
+def stored(fig):  # what the notebook stores: the formatter's base64 PNG, and its metadata
+    out = png(fig)
+    return out if isinstance(out, tuple) else (out, {{}})
 
-def drawn(fig):  # the figure's own canvas, drawn once
+def shown(fig):  # the stored PNG, decoded
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(stored(fig)[0]))))
+
+def drawn(fig, k):  # the figure's own canvas, drawn once at k times its dpi
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=fig.dpi)
+    fig.savefig(buf, format="png", dpi=k * fig.dpi)
     return np.asarray(Image.open(buf))
 
-def cropped(fig):  # IPython's own inline PNG
-    return np.asarray(Image.open(io.BytesIO(base64.b64decode(
-        print_figure(fig, "png", bbox_inches="tight", base64=True)))))
+def cropped(fig, fmt):  # IPython's own inline PNG ("png", or "retina": twice the dpi)
+    return np.asarray(Image.open(io.BytesIO(
+        print_figure(fig, fmt, bbox_inches="tight"))))
 
 def figure(layout):
     fig = Figure(figsize=(4, 2.5), dpi=100, layout=layout)
@@ -302,9 +306,13 @@ def figure(layout):
 laid_out, plain = figure("constrained"), figure(None)
 print(json.dumps(dict(
     laid_out_shape=shown(laid_out).shape[:2],
-    laid_out_as_drawn=bool(np.array_equal(shown(laid_out), drawn(laid_out))),
+    laid_out_size=stored(laid_out)[1],
+    laid_out_as_drawn=bool(np.array_equal(shown(laid_out), drawn(laid_out, 1))),
+    laid_out_as_drawn_2x=bool(np.array_equal(shown(laid_out), drawn(laid_out, 2))),
     plain_shape=shown(plain).shape[:2],
-    plain_as_ipython=bool(np.array_equal(shown(plain), cropped(plain))),
+    plain_size=stored(plain)[1],
+    plain_as_ipython=bool(np.array_equal(shown(plain), cropped(plain, "png"))),
+    plain_as_ipython_2x=bool(np.array_equal(shown(plain), cropped(plain, "retina"))),
     wrapped_once=getattr(getattr(png.lookup_by_type(Figure), "__wrapped__", None), "__wrapped__", None) is None,
     ours=hasattr(png.lookup_by_type(Figure), "__wrapped__"),
 )))
@@ -316,19 +324,25 @@ def inline_state(setup: str) -> dict:
 
 
 def test_set_theme_shows_a_laid_out_figure_as_drawn_and_crops_the_others_as_ipython_does():
+    # Both at twice their pixels (IPython's "retina"), shown at their 1x size.
     state = inline_state("helpers.set_theme()\nhelpers.set_theme()  # twice: wrapped once")
     assert state["ours"] and state["wrapped_once"]
-    assert state["laid_out_shape"] == [250, 400]  # 4 × 2.5 inches at 100 dpi: the whole canvas
-    assert state["laid_out_as_drawn"]  # pixel for pixel the canvas, drawn once
+    # 4 × 2.5 inches at 200 dpi: the whole canvas, shown 400 × 250 CSS px
+    assert state["laid_out_shape"] == [500, 800]
+    assert state["laid_out_size"] == {"width": 400, "height": 250}
+    assert state["laid_out_as_drawn_2x"]  # pixel for pixel the canvas at 2x, drawn once
     # The plain figure's legend hangs outside its canvas: cropped to its tight box it is wider
-    # than the canvas, exactly the PNG IPython itself makes.
-    assert state["plain_as_ipython"] and state["plain_shape"][1] > 400
+    # than the canvas, exactly the PNG IPython itself makes at 2x.
+    assert state["plain_as_ipython_2x"] and state["plain_shape"][1] > 800
+    h, w = state["plain_shape"]
+    assert state["plain_size"] == {"width": w // 2, "height": h // 2}
 
 
 def test_without_set_theme_ipython_crops_every_figure():
     state = inline_state("")  # what the test above changes: IPython's own formatter
-    assert not state["ours"]
+    assert not state["ours"] and state["plain_size"] == {}  # 1x, no size metadata
     assert not state["laid_out_as_drawn"] and state["laid_out_shape"] != [250, 400]
+    assert state["plain_as_ipython"]
 
 
 def test_set_theme_outside_ipython_does_not_import_it():

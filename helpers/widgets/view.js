@@ -3,7 +3,8 @@
 // move only looks up which prepared ops to draw: no Path2D or ImageData is made per move.
 // The controls take the page's font; the canvas is named for screen readers by the figure's
 // titles and the controls' values; on a narrow page the figure shrinks to fit, but never its
-// smallest text below MIN_TEXT_PX: past that, the figure scrolls sideways in its own box.
+// smallest text below MIN_TEXT_PX: past that, the figure scrolls sideways in its own box, which
+// then takes keyboard focus (a named region) and says under it that it scrolls.
 
 const FONT = '"DejaVu Sans", "Bitstream Vera Sans", Verdana, Arial, sans-serif';
 const PROBE_FONT = "1px serif"; // cssFont's test: a font string the browser rejects leaves this
@@ -12,6 +13,9 @@ const MIN_TEXT_PX = 9; // CSS px: the smallest text a narrow page may shrink the
 // The view and its controls in the page's own font (a browser gives inputs, selects and
 // outputs a font of their own unless told to inherit); labels wrap on a narrow page; the
 // figure scrolls sideways in its own box (.ahv-figure) when wider than the page, never the page.
+// Controls are at least 24 px tall (a touch target); a select takes the field colours of the
+// page's colour scheme (Field, FieldText) for its text and its ground together: its text
+// inherited alone measured 2.77:1 on a dark-scheme select.
 const CSS = `
 .ahv-view { font: inherit; color: inherit; max-width: 100%; min-width: 0; }
 .ahv-controls { display: grid; gap: 0.3em 0.8em; align-items: center; margin: 0 0 0.5em;
@@ -19,12 +23,15 @@ const CSS = `
 .ahv-controls > * { min-width: 0; }
 .ahv-controls :is(label, input, select, output) { font: inherit; color: inherit; }
 .ahv-controls label { overflow-wrap: anywhere; }
-.ahv-controls select { max-width: 100%; }
-.ahv-controls input[type="range"] { width: 100%; margin: 0; }
-.ahv-controls input[type="checkbox"] { justify-self: start; margin: 0; }
+.ahv-controls select { max-width: 100%; min-height: 24px; background-color: Field; color: FieldText; }
+.ahv-controls input[type="range"] { width: 100%; height: 24px; margin: 0; }
+.ahv-controls input[type="checkbox"] { justify-self: start; margin: 0; width: 24px; height: 24px; }
 .ahv-controls output { font-variant-numeric: tabular-nums; min-width: 5ch; }
-.ahv-controls :is(input, select):focus-visible { outline: 2px solid #1a73e8; outline-offset: 2px; }
+.ahv-controls :is(input, select):focus-visible, .ahv-figure:focus-visible {
+  outline: 2px solid #1a73e8; outline-offset: 2px; }
 .ahv-figure { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+.ahv-cue { display: none; margin: 0.2em 0 0; font-size: 0.875em; }
+.ahv-view[data-overflow] .ahv-cue { display: block; }
 canvas.ahv-canvas { display: block; }
 img.ahv-canvas { display: block; max-width: 100%; height: auto; }
 .ahv-error { color: #b00020; font: inherit; }
@@ -36,9 +43,9 @@ const nextViewId = () => (globalThis.__ahvViews = (globalThis.__ahvViews || 0) +
 /** Add the stylesheet to the page once, however many views there are (its id names this
  * version: a page may hold views of an older module, with its own stylesheet). */
 function injectStyle() {
-  if (document.getElementById("ahv-style-2")) return;
+  if (document.getElementById("ahv-style-3")) return;
   const style = document.createElement("style");
-  style.id = "ahv-style-2";
+  style.id = "ahv-style-3";
   style.textContent = CSS;
   document.head.append(style);
 }
@@ -279,6 +286,26 @@ async function render({ model, el }) {
     return true;
   }
 
+  /** Whether the figure is wider than its box (it scrolls sideways): then the box takes
+   * keyboard focus (arrow keys scroll it), is a region named for the figure, and the cue under
+   * it shows. Checked on every resize of the box, even when the figure's scale stays. */
+  function markOverflow() {
+    const { box, canvas, scene } = view;
+    const over = canvas.getBoundingClientRect().width > box.clientWidth + 0.5;
+    if (over === (root.dataset.overflow !== undefined)) return;
+    if (over) {
+      root.dataset.overflow = "";
+      Object.assign(box, { tabIndex: 0 });
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", `${scene.title}: wider than the page, scrolls sideways`);
+    } else {
+      delete root.dataset.overflow;
+      box.removeAttribute("tabindex");
+      box.removeAttribute("role");
+      box.removeAttribute("aria-label");
+    }
+  }
+
   function redraw() {
     const t0 = performance.now();
     const { scene, canvas, ctx, states, current } = view;
@@ -311,6 +338,9 @@ async function render({ model, el }) {
     canvas.setAttribute("role", "img");
     const box = Object.assign(document.createElement("div"), { className: "ahv-figure" });
     box.append(canvas);
+    const cue = Object.assign(document.createElement("p"), { className: "ahv-cue",
+      textContent: "\u2194 Wider than the page: scroll the figure sideways to see all of it." });
+    cue.setAttribute("aria-hidden", "true"); // the region's name says it to a screen reader
     const grid = document.createElement("div");
     grid.className = "ahv-controls";
     const controls = scene.controls.map((c, i) => buildControl(c, `ahv-${uid}-${i}`));
@@ -338,19 +368,30 @@ async function render({ model, el }) {
       }, { signal: dom.signal });
     });
     root.dataset.view = scene.title;
+    // The figure's width as drawn and the least it may shrink to (its smallest text at
+    // MIN_TEXT_PX), CSS px: a page may give a view more room than its column (the site does).
+    root.dataset.width = String(scene.width);
+    root.dataset.minWidth = String(scene.width * fitScale(scene.width, 1e-9, view.minText));
+    delete root.dataset.overflow;
     root.removeAttribute("aria-label"); // the canvas says what the figure shows
-    root.replaceChildren(...(controls.length ? [grid] : []), box);
+    root.replaceChildren(...(controls.length ? [grid] : []), box, cue);
     showIndex();
     redraw();
+    markOverflow();
     // The page got narrower or wider, or a hidden view was shown: rescale (and redraw) if need be.
     resized?.disconnect();
-    resized = new ResizeObserver(() => { if (view?.box === box && resize()) redraw(); });
+    resized = new ResizeObserver(() => {
+      if (view?.box !== box) return;
+      if (resize()) redraw();
+      markOverflow();
+    });
     resized.observe(box);
   }
 
   /** Say, in the page, why there is no view to move; `still`: a PNG (base64) to show under it. */
   function refuse(message, still = null, title = "") {
     view = null;
+    for (const k of ["overflow", "width", "minWidth"]) delete root.dataset[k];
     resized?.disconnect();
     const p = Object.assign(document.createElement("p"), { className: "ahv-error" });
     p.setAttribute("role", "alert");

@@ -548,3 +548,65 @@ def test_fit_scale_never_shrinks_the_smallest_text_below_9_px(harness):
     }""")
     assert cases == [1, 0.5, 0.75, 1, 1, 300 / 900]
     harness.assert_clean()
+
+
+OVERFLOW = """id => {
+  const root = document.querySelector(`#${id} .ahv-view`), box = root.querySelector(".ahv-figure");
+  return { overflow: "overflow" in root.dataset, tabIndex: box.tabIndex,
+           role: box.getAttribute("role"), name: box.getAttribute("aria-label"),
+           cue: root.querySelector(".ahv-cue").offsetHeight > 0,
+           scrolls: box.scrollWidth > box.clientWidth,
+           width: Number(root.dataset.width), minWidth: Number(root.dataset.minWidth) };
+}"""
+
+
+def test_a_figure_wider_than_its_box_scrolls_in_a_focusable_named_region_with_a_cue(harness):
+    # The scene's smallest text is 9 px: the figure cannot shrink (its least width, W, is
+    # written on the view for a page to lay it out); in a 60 px box it scrolls sideways, and
+    # the box takes focus, is a region named for the figure, and shows a cue under it.
+    page = harness.page
+    fits = {"overflow": False, "tabIndex": -1, "role": None, "name": None, "cue": False,
+            "scrolls": False, "width": W, "minWidth": W}
+    assert page.evaluate(OVERFLOW, "a") == fits
+    page.evaluate("() => { document.getElementById('a').style.width = '60px'; }")
+    page.wait_for_function("() => 'overflow' in document.querySelector('#a .ahv-view').dataset",
+                           timeout=15_000)
+    assert page.evaluate(OVERFLOW, "a") == {
+        **fits, "overflow": True, "tabIndex": 0, "role": "region", "cue": True, "scrolls": True,
+        "name": "test_view: wider than the page, scrolls sideways"}
+    assert page.evaluate(OVERFLOW, "b") == fits  # the other view, in its wide box
+    page.locator("#a .ahv-figure").focus()
+    page.keyboard.press("ArrowRight")  # the focused box scrolls with the keyboard
+    page.wait_for_function("() => document.querySelector('#a .ahv-figure').scrollLeft > 0",
+                           timeout=15_000)
+    page.evaluate("() => { document.getElementById('a').style.width = ''; }")
+    page.wait_for_function("() => !('overflow' in document.querySelector('#a .ahv-view').dataset)",
+                           timeout=15_000)
+    assert page.evaluate(OVERFLOW, "a") == fits
+    harness.assert_clean()
+
+
+def test_controls_are_touch_targets_and_a_select_reads_in_a_dark_scheme(harness):
+    # Sliders, selects and checkboxes at least 24 px tall (a checkbox 24 px wide too). A select
+    # in a dark colour scheme on a page whose text is dark (the site's light figure card in dark
+    # mode, or a page that sets only its text colour) takes the field colours together: its text
+    # inherited alone was 2.77:1 on the browser's dark field.
+    page = harness.page
+    page.evaluate("""() => { document.documentElement.style.colorScheme = "dark";
+                             document.body.style.color = "#222832"; }""")
+    found = page.evaluate("""() => {
+      const lum = (c) => { const [r, g, b] = c.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map((v) => {
+        v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+      const sel = document.querySelector("#a select"), s = getComputedStyle(sel);
+      const [x, y] = [lum(s.color), lum(s.backgroundColor)].sort((p, q) => q - p);
+      return { contrast: (x + 0.05) / (y + 0.05),
+               sizes: [...document.querySelectorAll("#a .ahv-controls :is(input, select)")]
+                 .map((e) => [e.type, e.getBoundingClientRect().width,
+                              e.getBoundingClientRect().height]) };
+    }""")
+    assert found["contrast"] >= 4.5, found
+    assert {t for t, _, _ in found["sizes"]} == {"range", "checkbox", "select-one"}
+    for kind, width, height in found["sizes"]:
+        assert height >= 24 and (kind != "checkbox" or width >= 24), found["sizes"]
+    harness.assert_clean()

@@ -8,7 +8,8 @@ through the model's ``index``:
 * **Phone**: a 390 × 844 px mobile viewport (device pixel ratio 3) and a page of 16 px sans-serif
   text with 16 px margins. The figure shrinks to fit the page, but its smallest text (the
   smallest font size of the scene's text ops, in any state) never below 9 CSS px; a figure left
-  wider than the page scrolls sideways in its own box, never the page
+  wider than the page scrolls sideways in its own box (then focusable, a named region, with a
+  cue under it), never the page
   (``document.documentElement.scrollWidth`` <= 390); the controls wrap inside the page.
 * **Screen reader**: the canvas is an image named by the figure's titles as matplotlib draws
   them in that state (suptitles, Axes' titles) and every control's "label = value"; moved, the
@@ -76,6 +77,8 @@ function measure() {
     scale: Number(el.querySelector(".ahv-view").dataset.scale),
     boxWidth: box.clientWidth, boxScroll: box.scrollWidth,
     boxOverflow: getComputedStyle(box).overflowX,
+    boxTab: box.tabIndex, boxRole: box.getAttribute("role"), boxName: box.getAttribute("aria-label"),
+    cue: el.querySelector(".ahv-cue").offsetHeight > 0,
     role: c.getAttribute("role"), name: c.getAttribute("aria-label"),
     pageRight: main.right - 16, pageWidth: document.documentElement.scrollWidth,
     controlsRight: Math.max(...controls.map((e) => e.getBoundingClientRect().right)),
@@ -176,8 +179,13 @@ def test_on_a_phone_text_stays_readable_and_the_page_does_not_scroll_sideways(
                 got["backing"], want)
             assert got["pageWidth"] <= PHONE["width"], f"{name}: the page scrolls sideways"
             assert got["controlsRight"] <= got["pageRight"] + 0.5, f"{name}: controls overflow"
-            if got["boxScroll"] > got["boxWidth"]:  # wider than the page: its box scrolls
+            if got["boxScroll"] > got["boxWidth"]:  # wider than the page: its box scrolls,
+                # takes keyboard focus as a named region, and says so under the figure
                 assert got["boxOverflow"] == "auto"
+                assert got["boxTab"] == 0 and got["boxRole"] == "region", got
+                assert got["boxName"].startswith(name) and got["cue"], got
+            else:
+                assert got["boxTab"] == -1 and not got["cue"], got
             # The canvas is an image named by the state's titles and the controls' values.
             fig = view._draw(**{c.name: c.values[i] for c, i in zip(view._controls, index)})
             assert got["role"] == "img"
