@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--only notebooks,sliders,pages,attention,softmax,scale] [--quick]
+"""``python -m benchmarks [--only notebooks,sliders,pages,speed,attention,softmax,scale] [--quick]
 [--device cuda] [--baseline REV] [--write-results [PATH]]``: run the benchmarks, print their
 tables as they go.
 """
@@ -15,9 +15,10 @@ import torch
 from .common import REPO, Config, Table, fmt_time, header_lines, machine_info
 
 # sliders before pages: the pages table shows the kernel-side time of the same views.
-SECTIONS = ("notebooks", "sliders", "pages", "attention", "softmax", "scale")
+SECTIONS = ("notebooks", "sliders", "pages", "speed", "attention", "softmax", "scale")
 ALIASES = {"nb": "notebooks", "notebook": "notebooks", "slider": "sliders", "widgets": "sliders",
            "page": "pages", "site": "pages", "browser": "pages",
+           "lighthouse": "speed", "site-speed": "speed", "load": "speed",
            "attn": "attention", "masked_softmax": "softmax", "masking": "softmax",
            "tiling": "scale", "kv_cache": "scale"}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -52,9 +53,9 @@ def _dtypes(text: str) -> tuple[torch.dtype, ...]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Notebook run time, slider latency (kernel side and in the page), and the "
-                    "attention helpers against PyTorch's fused attention. Prints tables; MISS "
-                    "marks a missed target.")
+        description="Notebook run time, slider latency (kernel side and in the page), the "
+                    "site's load (Lighthouse, bytes, first figure), and the attention helpers "
+                    "against PyTorch's fused attention. Prints tables; MISS marks a missed target.")
     parser.add_argument("--only", type=_sections, default=list(SECTIONS), metavar="SECTIONS",
                         help=f"comma-separated subset of {','.join(SECTIONS)} (default: all)")
     parser.add_argument("--quick", action="store_true",
@@ -115,7 +116,7 @@ def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[st
     results file: which notebooks and widget modules were present)."""
     from . import (  # noqa: PLC0415
         bench_attention, bench_masked_softmax, bench_notebooks, bench_pages, bench_scale,
-        bench_sliders,
+        bench_site, bench_sliders,
     )
 
     tables: list[Table] = []
@@ -139,6 +140,8 @@ def run_sections(cfg: Config, sections: list[str]) -> tuple[list[Table], dict[st
             present["site pages"] = ", ".join(
                 p.stem for p in bench_pages.notebook_pages()) or "none (run make site)"
             tables += bench_pages.run(cfg, kernel=kernel)
+        elif section == "speed":
+            tables += bench_site.run(cfg)
         elif section == "attention":
             tables += bench_attention.run(cfg)
         elif section == "softmax":

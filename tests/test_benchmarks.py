@@ -85,7 +85,8 @@ def test_cli_sections_quick_and_device():
     assert parse_args(["--only", "nb,widgets"]).only == ["notebooks", "sliders"]
     # pages after sliders: its table shows the kernel-side time sliders measured
     assert parse_args(["--only", "pages,sliders"]).only == ["sliders", "pages"]
-    assert parse_args([]).only == ["notebooks", "sliders", "pages", "attention", "softmax", "scale"]
+    assert parse_args([]).only == ["notebooks", "sliders", "pages", "speed", "attention", "softmax",
+                                   "scale"]
     cfg = make_config(parse_args(["--device", "cpu"]))
     assert cfg.device.type == "cpu" and cfg.dtypes == (torch.float32,)
     # notebook times are medians of several runs, except in a smoke run or when asked
