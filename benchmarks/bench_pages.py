@@ -137,6 +137,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
     def handle_error(self, request, client_address) -> None:
         pass  # a page closed mid-download (a font it no longer needs): not worth a traceback
 
@@ -157,9 +159,10 @@ def local_only(target, base_url: str, foreign: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """``folder`` on 127.0.0.1, a free port, in a thread of this process; yields its URL."""
-    server = _Server(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+def serve(folder: Path, handler: type = _Quiet) -> Iterator[str]:
+    """``folder`` on 127.0.0.1, a free port, in a thread of this process; yields its URL.
+    ``handler``: a SimpleHTTPRequestHandler (bench_site's adds a static host's gzip)."""
+    server = _Server(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -33,12 +33,10 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from .common import REPO, Col, Config, Table
-from .bench_pages import CHROMIUM, CHROMIUM_ARGS, local_only
+from .bench_pages import CHROMIUM, CHROMIUM_ARGS, local_only, serve
 
 __all__ = ["serve_static", "page_file", "lighthouse", "scores", "failing_audits", "cold_load",
            "tooling_problem", "run"]
@@ -102,24 +100,9 @@ class _StaticHost(http.server.SimpleHTTPRequestHandler):
         return io.BytesIO(body)
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        pass  # a page closed mid-download: not worth a traceback
-
-
-@contextlib.contextmanager
-def serve_static(folder: Path) -> Iterator[str]:
+def serve_static(folder: Path) -> contextlib.AbstractContextManager[str]:
     """``folder`` on 127.0.0.1, a free port, gzip and cache headers; yields its URL."""
-    server = _Server(("127.0.0.1", 0), functools.partial(_StaticHost, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return serve(folder, _StaticHost)
 
 
 def page_file(site: Path, key: str) -> str | None:

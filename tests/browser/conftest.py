@@ -30,6 +30,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# The course site the site tests open (make site); developers may point them at another build.
+SITE = Path(os.environ.get("ATTN_SITE_DIR") or ROOT / "site").resolve()
 HERE = Path(__file__).resolve().parent
 ARTIFACTS = ROOT / "artifacts" / "browser"
 # Debian's Chromium: the wrapper script, or the binary behind it. ATTN_CHROMIUM=/path overrides.
@@ -257,3 +259,15 @@ def pytest_terminal_summary(terminalreporter):
         except ValueError:
             shown = path
         terminalreporter.write_line(str(shown))
+
+
+@pytest.fixture(scope="module")
+def base_url(chromium_path):
+    """SITE on 127.0.0.1, a free port, in a thread of this process (test_site.py has its own,
+    which also writes its timings out)."""
+    from benchmarks.bench_pages import serve  # 127.0.0.1 only
+
+    if not (SITE / "index.html").is_file():
+        _cannot_run(f"no {SITE / 'index.html'}: run make site")
+    with serve(SITE) as url:
+        yield url

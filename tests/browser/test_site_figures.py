@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from conftest import _cannot_run, notebooks_dir  # tests/browser/
+from conftest import notebooks_dir  # tests/browser/
 
-from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
+from benchmarks.bench_pages import local_only  # 127.0.0.1 only
 
 pytestmark = pytest.mark.browser
 
@@ -135,14 +135,6 @@ COVERED = """() => {
   btn.style.visibility = "";
   return { rect: [b.left, b.top, b.width, b.height], covered: [...covered] };
 }"""
-
-
-@pytest.fixture(scope="module")
-def base_url(chromium_path):
-    if not (SITE / "index.html").is_file():
-        _cannot_run(f"no {SITE / 'index.html'}: run make site")
-    with serve(SITE) as url:
-        yield url
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import _cannot_run, notebooks_dir  # tests/browser/
+from conftest import notebooks_dir  # tests/browser/
 
-from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
+from benchmarks.bench_pages import local_only  # 127.0.0.1 only
 
 pytestmark = pytest.mark.browser
 
@@ -37,14 +37,6 @@ DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 TIMEOUT_MS = 30_000
 STATE = "application/vnd.jupyter.widget-state+json"
 VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture(scope="module")
-def base_url(chromium_path):
-    if not (SITE / "index.html").is_file():
-        _cannot_run(f"no {SITE / 'index.html'}: run make site")
-    with serve(SITE) as url:
-        yield url
 
 
 @pytest.fixture
