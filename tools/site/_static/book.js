@@ -1,6 +1,6 @@
 // The reading edition's small behaviours (loaded deferred on every page, tools/site/conf.py):
-// a copy button on each code block, folded solutions printed open, wide equations reachable
-// by keyboard. Nothing here is needed to read a page; nothing is fetched.
+// a copy button on each code block, folded solutions printed open, wide equations and tables
+// reachable by keyboard. Nothing here is needed to read a page; nothing is fetched.
 
 // A "Copy" button on each code cell and code block: it copies the code only (never the cell's
 // output, which lives in .cell_output), as the text a reader would type.
@@ -40,28 +40,39 @@ addEventListener("afterprint", () => {
   openedForPrint = [];
 });
 
-// A display equation wider than its column scrolls in its own box (book.css); such a box takes
-// keyboard focus so it can be scrolled without a mouse. Checked once MathJax has typeset the
-// page (MathJax.js loads async: it has run by the load event), and after the window resizes.
-function markWideEquations() {
-  for (const box of document.querySelectorAll("div.math")) {
-    const wide = box.scrollWidth > box.clientWidth + 1;
-    if (wide && !box.hasAttribute("tabindex")) {
-      box.tabIndex = 0;
-      box.setAttribute("role", "group");
-      box.setAttribute("aria-label", "Equation (scrolls sideways)");
-    } else if (!wide && box.hasAttribute("tabindex")) {
-      for (const name of ["tabindex", "role", "aria-label"]) box.removeAttribute(name);
+// A display equation wider than its column, or a table of the documentation wider than a phone,
+// scrolls in its own box (book.css, site.css). While it does, the box takes keyboard focus (arrow
+// keys scroll it: tabindex 0, else -1, as the theme does for its own scroll boxes, tables among
+// them), is named, and carries data-overflow (site.css draws the tables' edge from it). Checked
+// once MathJax has typeset the page (MathJax.js loads async: it has run by the load event), and
+// after the window resizes.
+const SCROLL_BOXES = [
+  ["div.math", "group", "Equation (scrolls sideways)"],
+  [".pst-scrollable-table-container", "region", "Table, wider than the page: scrolls sideways"],
+];
+function markScrollBoxes() {
+  for (const [selector, role, label] of SCROLL_BOXES) {
+    for (const box of document.querySelectorAll(selector)) {
+      const wide = box.scrollWidth > box.clientWidth + 1;
+      box.tabIndex = wide ? 0 : -1;
+      box.toggleAttribute("data-overflow", wide);
+      if (wide) {
+        box.setAttribute("role", role);
+        box.setAttribute("aria-label", label);
+      } else {
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
     }
   }
 }
-if (document.querySelector("div.math")) {
-  const afterTypeset = () => window.MathJax?.Hub?.Queue(markWideEquations) ?? markWideEquations();
+if (document.querySelector(SCROLL_BOXES.map(([selector]) => selector).join(", "))) {
+  const afterTypeset = () => window.MathJax?.Hub?.Queue(markScrollBoxes) ?? markScrollBoxes();
   if (document.readyState === "complete") afterTypeset();
   else addEventListener("load", afterTypeset);
   let pending = 0;
   addEventListener("resize", () => {
     clearTimeout(pending);
-    pending = setTimeout(markWideEquations, 200);
+    pending = setTimeout(markScrollBoxes, 200);
   });
 }

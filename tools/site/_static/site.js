@@ -56,25 +56,3 @@
   addEventListener("resize", later);
   later();
 })();
-
-// A table wider than its box (the documentation's, on a phone) scrolls in the theme's container:
-// that box takes keyboard focus (arrow keys scroll it), is named, and shows an edge (site.css).
-(() => {
-  const mark = () => {
-    for (const box of document.querySelectorAll(".pst-scrollable-table-container")) {
-      const over = box.scrollWidth > box.clientWidth + 1;
-      box.toggleAttribute("data-overflow", over);
-      if (over) {
-        box.tabIndex = 0;
-        box.setAttribute("role", "region");
-        box.setAttribute("aria-label", "Table, wider than the page: scrolls sideways");
-      } else if (box.getAttribute("role") === "region") {
-        box.removeAttribute("tabindex");
-        box.removeAttribute("role");
-        box.removeAttribute("aria-label");
-      }
-    }
-  };
-  addEventListener("resize", mark);
-  mark();
-})();
