@@ -8,8 +8,9 @@ Run by `make site` (after `npm ci` and `pip install -r requirements-site.txt`). 
    (tools/widget_state.py), the Colab badge and Colab cell removed (the theme's launch button
    links to Colab), solutions tagged ``hide-cell`` and check cells ``hide-input`` (collapsed
    until clicked).
-2. The landing page (index.md, tools/site_landing.py): what the series teaches, in order, a picture per notebook (its
-   first figure), how to run it.
+2. The references and glossary pages, and the links to them (tools/site_references.py); the
+   landing page (index.ipynb: a live view, the series in order, a picture per notebook) and the
+   documentation pages from docs/ (tools/site_landing.py).
 3. A subset of Noto Sans SC (npm @fontsource/noto-sans-sc) holding only the CJK characters
    the pages use, so the Chinese terms render on a machine without a CJK font.
 4. sphinx-build; then each page finished (finish_page: the theme's icons as inline SVG, nothing
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import re
 import shutil
@@ -34,8 +36,9 @@ from pathlib import Path
 
 import nbformat
 
+import site_references  # tools/site_references.py: references and glossary
 import widget_state  # tools/widget_state.py (run as a script, tools/ is on sys.path)
-from site_landing import landing  # tools/site_landing.py: the landing page
+from site_landing import landing  # tools/site_landing.py: the landing page and the docs pages
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
@@ -247,7 +250,7 @@ def finish_page(page: str, name: str, icons: dict, doc_options: str,
         return f'<script defer{m.group(1)[:-1] if m.group(1).endswith(" ") else m.group(1)} ' \
                f'src="{m.group(2)}"{m.group(3)}></script>'
     head = HEAD_SCRIPT.sub(deferred, head)
-    viewports = iter(range(100))
+    viewports = itertools.count()
     head = VIEWPORT.sub(lambda m: m.group(0) if next(viewports) == 0 else "", head)
     head = head.replace('<link rel="stylesheet" type="text/css" href="_static/cjk.css',
                         font_preloads(page, faces).lstrip("\n") + "\n    "
@@ -305,23 +308,22 @@ def output_images(page: str, webp: set[str]) -> str:
     """The outputs' figures: WebP where webp_images() made one; fetched when they come near
     the screen (loading="lazy"; their width and height keep the layout from moving) and
     decoded off the main thread; named for a screen reader by their place, not their file."""
-    count = iter(range(1, 10_000))
+    count = itertools.count(1)
 
     def img(m: re.Match) -> str:
-        tag, name = m.group(0), m.group(1)
+        tag = m.group(0)
         # MyST-NB's alt text is the file's path: a screen reader would spell out a hash.
         tag = re.sub(r'alt="_images/[^"]*"', f'alt="Figure {next(count)}: the output of the code '
                      'cell above"', tag)
-        if name in webp:
-            tag = tag.replace(f"_images/{name}", f"_images/{name[:-4]}.webp")
         if "loading=" not in tag:
             tag = tag.replace("<img ", '<img loading="lazy" decoding="async" ', 1)
         return tag
-    page = re.sub(r'<img [^>]*\bsrc="_images/([^"/]+\.png)"[^>]*>', img, page)
-    # The rest: the link around a figure shown smaller than its file (to the file itself).
-    return re.sub(r'"_images/([^"/]+\.png)"',
-                  lambda m: f'"_images/{m.group(1)[:-4]}.webp"' if m.group(1) in webp else m.group(0),
-                  page)
+    page = re.sub(r'<img [^>]*\bsrc="_images/[^"/]+\.png"[^>]*>', img, page)
+    # Every reference to a converted file (the <img> and the link around a figure shown
+    # smaller than its file) names its WebP.
+    return re.sub(r'"_images/([^"/]+)\.png"',
+                  lambda m: f'"_images/{m.group(1)}.webp"' if f"{m.group(1)}.png" in webp
+                  else m.group(0), page)
 
 
 def finish(out: Path) -> None:
@@ -434,16 +436,14 @@ def main() -> None:
     (src / "site_info.json").write_text(json.dumps({"repository_url": repository}))
 
     nbs = [prepare(path) for path in notebooks]
-    # --- references and glossary (tools/site_references.py, owned by issue 43's item 5) ---
-    import site_references  # rewrites the paper links and first glosses of nbs in place
+    # The paper links and first glosses of nbs rewritten in place; references.md, glossary.md.
     for name, page in site_references.apply(notebooks, nbs).items():
-        (src / name).write_text(page, encoding="utf-8")  # references.md, glossary.md
-    # --- end references and glossary ---
+        (src / name).write_text(page, encoding="utf-8")
     text = []
     for path, nb in zip(notebooks, nbs):
         nbformat.write(nb, src / path.name)
         text.append(json.dumps(nb, ensure_ascii=False))
-    # front (issue 43): landing() writes index.ipynb (a live view) and docs/ itself; returns their text.
+    # index.ipynb (with its live view) and the docs pages, written by landing(); their text.
     index = landing(notebooks, nbs, static)
     fonts, font_bytes = cjk_font(cjk_characters("".join(text) + index), static)
 

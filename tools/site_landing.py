@@ -22,12 +22,11 @@ from pathlib import Path
 
 import nbformat
 
+from widget_state import WIDGET_STATE  # tools/widget_state.py
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-# Colab's badge line, first in each notebook (tools/sync_colab.py writes it).
-BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)\s*\n+")
 # The live view: notebook 01's temperature view (softmax weights of 3 queries over 4 keys and
 # their entropy, one slider): what every later notebook builds on, and the lightest view with a
 # heatmap (28 KiB of widget state with its module, a 34 kB PNG fallback).
@@ -49,11 +48,12 @@ def title_of(nb) -> str:
 
 def introduction(nb) -> str:
     """The notebook's opening paragraph (markdown), and the list it leads into if it ends with
-    a colon: what the notebook teaches, in its own words."""
+    a colon: what the notebook teaches, in its own words. (``nb`` as build_site.prepare() gives
+    it: the Colab badge already removed.)"""
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
-        blocks = [b.strip() for b in re.split(r"\n\s*\n", BADGE.sub("", cell.source))
+        blocks = [b.strip() for b in re.split(r"\n\s*\n", cell.source)
                   if b.strip() and not b.lstrip().startswith("#")]
         taken = []
         for block in blocks:

@@ -133,8 +133,7 @@ def gloss_term(content: str) -> str | None:
 def glossary_rows(nb01) -> list[tuple[str, str, str]]:
     """(English, 中文, NN of the notebook that introduces it) of the table in notebook 01's
     "Glossary" cell."""
-    cell = next(c for c in nb01.cells
-                if c.cell_type == "markdown" and c.source.startswith("## Glossary"))
+    cell = next(c for c in nb01.cells if c.cell_type == "markdown" and _is_glossary_cell(c))
     return [(en, zh, a or b) for en, zh, a, b in ROW.findall(cell.source)
             if en != "English" and not en.startswith("---")]
 
