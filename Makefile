@@ -83,9 +83,9 @@ bench: install ## benchmarks (BENCH_ARGS=--write-results)
 
 # The course site: site/ (rebuilt each time) is Sphinx + MyST-NB + sphinx-book-theme over the
 # notebooks' stored outputs, nothing run, views still movable (tools/build_site.py). Its Python
-# packages are requirements-site.txt's (installed here only); its JavaScript (MathJax 2) and CJK
-# font are package-lock.json's, from npm at build time only (npm ci, again only when the lockfile
-# changes), as are the audits test-browser and bench run on it (axe-core, Lighthouse). The pages
+# packages are requirements-site.txt's (installed here only); its maths typesetter (KaTeX, run
+# at build time) and CJK font are package-lock.json's, from npm at build time only (npm ci, again
+# only when the lockfile changes), as are the audits test-browser and bench run on it (axe-core, Lighthouse). The pages
 # load nothing remote.
 SITE_STAMP := $(VENV)/.site-installed
 $(SITE_STAMP): requirements-site.txt $(STAMP)

@@ -208,16 +208,11 @@ TRANSFERS = """() => {
 
 
 def settle(page) -> None:
-    """Wait until the page is done: views drawn, the network idle, maths typeset (MathJax 2's
-    queue, or MathJax 3's startup promise)."""
+    """Wait until the page is done: views drawn, the network idle, fonts loaded (the maths is
+    typeset at build time: nothing to wait for there)."""
     page.wait_for_function(SETTLED, timeout=LOAD_TIMEOUT_MS)
     page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
-    page.evaluate("""() => new Promise((done) => {
-      const mj = window.MathJax;
-      if (mj?.Hub?.Queue) mj.Hub.Queue(() => done());
-      else if (mj?.startup?.promise) mj.startup.promise.then(() => done(), () => done());
-      else done();
-    })""")
+    page.evaluate("() => document.fonts.ready.then(() => true)")
     page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
 
 

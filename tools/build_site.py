@@ -3,9 +3,9 @@ outputs (nothing is executed), the page views still movable without a kernel.
 
 Run by `make site` (after `npm ci` and `pip install -r requirements-site.txt`). Steps:
 1. build/site-src/ gets tools/site/ (conf.py; _static/: site.css, site.js, book.css, book.js,
-   pageviews.js, the page views' renderer, search-scorer.js, favicon.svg), MathJax 2 from
-   node_modules/ and each notebook prepared for readers: its widget state merged back
-   (tools/widget_state.py), the Colab badge and Colab cell removed (the theme's launch button
+   pageviews.js, the page views' renderer, search-scorer.js, favicon.svg), KaTeX's style sheet
+   and fonts from node_modules/ and each notebook prepared for readers: its widget state
+   merged back (tools/widget_state.py), the Colab badge and Colab cell removed (the theme's launch button
    links to Colab), solutions tagged ``hide-cell`` and check cells ``hide-input`` (collapsed
    until clicked).
 2. The references and glossary pages, and the links to them (tools/site_references.py); the
@@ -13,18 +13,22 @@ Run by `make site` (after `npm ci` and `pip install -r requirements-site.txt`). 
    documentation pages from docs/ (tools/site_landing.py).
 3. A subset of Noto Sans SC (npm @fontsource/noto-sans-sc) holding only the CJK characters
    the pages use, so the Chinese terms render on a machine without a CJK font.
-4. sphinx-build; then each page finished (finish_page: the theme's icons as inline SVG, nothing
-   render-blocking in <head>, one viewport <meta>, accessible names; /favicon.ico), and every
-   page and style sheet checked to load nothing from another host.
+4. sphinx-build; the maths typeset with KaTeX (typeset_maths); then each page finished
+   (finish_page: the theme's icons as inline SVG, nothing render-blocking in <head>, one
+   viewport <meta>, accessible names; /favicon.ico), and every page and style sheet checked to
+   load nothing from another host.
 Options (developers): --notebooks DIR (default notebooks/), --out DIR (default site/).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import html
 import io
 import itertools
 import json
+import posixpath
 import re
 import shutil
 import subprocess
@@ -43,14 +47,9 @@ from site_landing import landing  # tools/site_landing.py: the landing page and 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
 SITE_SRC = ROOT / "tools" / "site"
-# MathJax 2 (one combined file: TeX input, CommonHTML output, menus) plus what that loads on
-# demand: the Safe extension, TeX extensions, glyph data, MathML operator tables, web fonts.
-# Left out: other output renderers, menu translations, the a11y explorer (3.7 MB).
-MATHJAX = [
-    "MathJax.js", "config/TeX-AMS_CHTML-full.js", "config/Safe.js", "extensions/*.js",
-    "extensions/TeX/*.js", "jax/element/mml/optable/*.js", "jax/output/CommonHTML/autoload/*.js",
-    "jax/output/CommonHTML/fonts/TeX/*.js", "fonts/HTML-CSS/TeX/woff/*.woff",
-]
+# KaTeX's style sheet and fonts (woff2: every browser the site supports reads it), for the maths
+# typeset at build time (typeset_maths); the pages load no maths script.
+KATEX = NODE / "katex" / "dist"
 FONTSOURCE = NODE / "@fontsource" / "noto-sans-sc"
 CJK_FAMILY = "Noto Sans SC subset"
 # Colab's badge line, first in each notebook (tools/sync_colab.py writes it).
@@ -62,19 +61,22 @@ CHECK = re.compile(r"^def check_\d+\(", re.M)
 
 
 def copy_static(static: Path) -> None:
-    """MathJax 2 from node_modules/ into _static/mathjax/. (The page views need nothing from
-    npm: tools/site/_static/pageviews.js renders them; see conf.py.)"""
+    """KaTeX's style sheet (its font-display: swap variant) and woff2 fonts from node_modules/
+    into _static/katex/, the style sheet naming the woff2 files only. (The page views need
+    nothing from npm: tools/site/_static/pageviews.js renders them; see conf.py.)"""
     if not (NODE / ".package-lock.json").is_file():
         sys.exit(f"error: no {NODE.name}/: run `npm ci` first (`make site` does)")
-    mathjax = NODE / "mathjax"
-    files = [(src, static / "mathjax" / src.relative_to(mathjax))
-             for pattern in MATHJAX for src in sorted(mathjax.glob(pattern))]
-    missing = [f"mathjax/{p}" for p in MATHJAX if not any(mathjax.glob(p))]
-    if missing:
-        sys.exit(f"error: node_modules/ lacks {', '.join(missing)}: run `npm ci`")
-    for src, target in files:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, target)
+    css = KATEX / "katex-swap.min.css"
+    if not css.is_file():
+        sys.exit(f"error: node_modules/ lacks {css.relative_to(NODE)}: run `npm ci`")
+    (static / "katex" / "fonts").mkdir(parents=True, exist_ok=True)
+    text = re.sub(r',url\(fonts/[^)]+\.(?:woff|ttf)\) format\("(?:woff|truetype)"\)', "",
+                  css.read_text(encoding="utf-8"))
+    if re.search(r"\.(?:woff|ttf)\)", text):
+        sys.exit(f"error: {css.name}: a font other than woff2 is still named")
+    (static / "katex" / "katex.css").write_text(text, encoding="utf-8")
+    for font in sorted((KATEX / "fonts").glob("*.woff2")):
+        shutil.copy2(font, static / "katex" / "fonts" / font.name)
 
 
 def prepare(notebook: Path) -> nbformat.NotebookNode:
@@ -210,20 +212,66 @@ def inline_icons(page: str, icons: dict) -> str:
     return FA_ELEMENT.sub(svg, page)
 
 
-def font_preloads(page: str, faces: list[tuple[str, set[int]]]) -> str:
-    """<link rel=preload> for the CJK font files (cjk.css) holding the characters of the page's
-    opening (its first 4,000 characters of text: the title, the first paragraph, the contents),
-    so that the Chinese terms are drawn in it from the first paint (font-display: swap: the text
-    never waits for the font; it would show in a fallback face until then)."""
+def opening(page: str, chars: int = 4000) -> str:
+    """The start of the page's body up to its first ``chars`` characters of text (the title,
+    the first paragraphs, the contents: a phone's first screens)."""
     body = page.split("<body", 1)[-1]
-    text = re.sub(r"<script\b.*?</script>|<[^>]+>", "", body, flags=re.S)
-    opening = {ord(c) for c in " ".join(text.split())[:4000] if ord(c) >= 0x2E80}
-    return "".join(f'\n<link rel="preload" href="_static/fonts/{name}" as="font" type="font/woff2" '
-                   f'crossorigin />' for name, points in faces if points & opening)
+    count = 0
+    for m in re.finditer(r"<script\b.*?</script>|<[^>]+>|[^<]+", body, flags=re.S):
+        if not m.group(0).startswith("<"):
+            count += len(" ".join(m.group(0).split()))
+            if count >= chars:
+                return body[:m.end()]
+    return body
+
+
+def katex_fonts(css: str) -> list[tuple[frozenset[str], str]]:
+    """From KaTeX's style sheet: for each rule that sets a KaTeX font family, the classes an
+    element carries to get it and the woff2 file of that face (KaTeX_Main-Regular, the face of
+    .katex itself, is every piece's)."""
+    files = {}
+    for block in re.findall(r"@font-face\{([^}]*)\}", css):
+        d = dict(re.findall(r"([\w-]+):([^;]+)", block))
+        files[(d["font-family"].strip('"'), d.get("font-style", "normal"),
+               d.get("font-weight", "400"))] = \
+            re.search(r"url\(fonts/([^)]+\.woff2)\)", block).group(1)
+    rules = []
+    for selectors, declarations in re.findall(r"([^{}@]+)\{([^{}]*font-family:KaTeX_[^{}]*)\}",
+                                              css):
+        d = dict(re.findall(r"([\w-]+):([^;]+)", declarations))
+        weight = {"bold": "700", "normal": "400"}.get(d.get("font-weight"), d.get("font-weight", "400"))
+        face = files[(d["font-family"].strip('"'), d.get("font-style", "normal"), weight)]
+        for selector in selectors.split(","):
+            classes = frozenset(re.findall(r"\.([\w-]+)", re.split(r"[\s>]+", selector.strip())[-1]))
+            if classes:  # (`.delim-size1>span`: a rule for a span, met with its class rules)
+                rules.append((classes, face))
+    return rules
+
+
+def font_preloads(page: str, faces: list[tuple[str, set[int]]],
+                  maths: list[tuple[frozenset[str], str]]) -> str:
+    """<link rel=preload> for the font files the page's opening (opening()) is drawn in: the CJK
+    subset's files (cjk.css) holding its Chinese characters, and KaTeX's faces its maths uses
+    (katex_fonts()). Both are font-display: swap (the text never waits for a font), so a face
+    that arrived late would redraw the text in it and move what follows (Lighthouse counted a
+    layout shift of 0.08 on 12 from KaTeX's fonts, 0.15 on 02 and 11 without the CJK
+    preloads); preloaded, they are there for the first paint."""
+    start = opening(page)
+    text = re.sub(r"<script\b.*?</script>|<[^>]+>", "", start, flags=re.S)
+    chars = {ord(c) for c in text if ord(c) >= 0x2E80}
+    links = [f"fonts/{name}" for name, points in faces if points & chars]
+    if 'class="katex"' in start:
+        used = {"KaTeX_Main-Regular.woff2"}
+        for attribute in set(re.findall(r'class="([^"]*)"', start)):
+            classes = set(attribute.split())
+            used.update(face for needs, face in maths if needs <= classes)
+        links += [f"katex/fonts/{face}" for face in sorted(used)]
+    return "".join(f'\n<link rel="preload" href="_static/{link}" as="font" type="font/woff2" '
+                   f'crossorigin />' for link in links)
 
 
 def finish_page(page: str, name: str, icons: dict, doc_options: str,
-                faces: list[tuple[str, set[int]]]) -> str:
+                faces: list[tuple[str, set[int]]], maths: list[tuple[frozenset[str], str]]) -> str:
     """What the theme's templates leave that a reader pays for, fixed in the built page:
     - its icons drawn by fontawesome.js (1.56 MB, every page) → inline SVG, the script dropped;
     - nothing render-blocking in <head>: documentation_options.js (a few lines the inline
@@ -231,7 +279,7 @@ def finish_page(page: str, name: str, icons: dict, doc_options: str,
       anyway); Sphinx's search scripts and index (80 kB) only on search.html (the theme loads
       them everywhere for a search-as-you-type that is off);
     - one viewport <meta> (the templates write three);
-    - the CJK font files of the page's opening preloaded (font_preloads);
+    - the font files of the page's opening preloaded: CJK and KaTeX (font_preloads);
     - the accessible names of controls contain their visible text: the search field is named
       by its text ("Search Ctrl+K", not "Search"), a folded cell's toggle by its label ("Show
       the solution", not "Toggle hidden content")."""
@@ -253,13 +301,33 @@ def finish_page(page: str, name: str, icons: dict, doc_options: str,
     viewports = itertools.count()
     head = VIEWPORT.sub(lambda m: m.group(0) if next(viewports) == 0 else "", head)
     head = head.replace('<link rel="stylesheet" type="text/css" href="_static/cjk.css',
-                        font_preloads(page, faces).lstrip("\n") + "\n    "
+                        font_preloads(page, faces, maths).lstrip("\n") + "\n    "
                         '<link rel="stylesheet" type="text/css" href="_static/cjk.css', 1)
     body = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
     page = head + sep + body
     page = re.sub(r'(<button class="btn search-button-field search-button__button[^"]*"[^>]*?)'
                   r' aria-label="Search"', r"\1", page)
     return inline_icons(page, icons)
+
+
+# The end of the theme's script (pydata-sphinx-theme 0.20.0, minified): its last step, on load,
+# addTabStopsToScrollableElements ("I"), which sets tabindex on every code block and output
+# that scrolls, reading and writing each in turn.
+THEME_TAB_STOPS = ',"complete"===document.readyState?I():window.addEventListener("load",I)})();'
+
+
+def drop_theme_tab_stops(script: Path) -> None:
+    """The theme's scroll-box step taken out of its script: on load it read each code block's
+    and output's size and set its tabindex in turn, each read laying the page out again (a
+    240 ms task on a phone for 11, and every section skipped by book.css laid out by it). book.js
+    applies the same rule (tabindex 0 where a block scrolls) from a ResizeObserver, reading all
+    and then writing all. Fails loudly if the theme's script is not the one expected."""
+    text = script.read_text(encoding="utf-8")
+    if text.count(THEME_TAB_STOPS) != 1:
+        sys.exit(f"error: {script.name} does not end as pydata-sphinx-theme 0.20.0's does: "
+                 "update THEME_TAB_STOPS in tools/build_site.py (and book.js's scroll boxes)")
+    script.write_text(text.replace(THEME_TAB_STOPS, "})();"), encoding="utf-8")
+    script.with_name(script.name + ".map").unlink(missing_ok=True)  # it maps the original
 
 
 def favicon_ico(svg: Path, ico: Path) -> None:
@@ -326,23 +394,209 @@ def output_images(page: str, webp: set[str]) -> str:
                   else m.group(0), page)
 
 
+SAVED_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">'
+                         r"(.*?)</script>", re.S)
+
+
+def external_state(page: str, stem: str, views: Path) -> str:
+    """The views' saved state (the widget state MyST-NB writes into the page's <head>: scenes,
+    the views' module; 190 kB on 02) moved to views/<stem>.<hash>.json, which pageviews.js
+    fetches: the page's text no longer waits for it to arrive. The <script> stays, empty, naming
+    the file (data-src). Not on the landing page (index): its one view is in the first screen,
+    where a view drawn after the text would push the text down (Lighthouse's layout shift 0.13
+    on a phone, measured); its state is 31 kB."""
+    found = SAVED_STATE.search(page)
+    if not found or stem == "index":
+        return page
+    data = found.group(1).strip().encode("utf-8")
+    json.loads(data)  # a page whose state does not parse is not shipped
+    name = f"{stem}.{hashlib.sha256(data).hexdigest()[:10]}.json"
+    views.mkdir(parents=True, exist_ok=True)
+    (views / name).write_bytes(data)
+    return page[:found.start()] + ('<script type="application/vnd.jupyter.widget-state+json" '
+                                   f'data-src="_static/views/{name}"></script>') + page[found.end():]
+
+
 def finish(out: Path) -> None:
-    """Every page through finish_page() and output_images() (the figures as lossless WebP,
-    webp_images()); the theme's icon script removed (its licence kept); /favicon.ico written."""
+    """Every page through finish_page(), external_state() and output_images() (the figures as
+    lossless WebP, webp_images()); the theme's icon script removed (its licence kept); /favicon.ico written."""
     script = out / FA_SCRIPT
     icons = theme_icons(script.read_text(encoding="utf-8"))
     doc_options = (out / "_static" / "documentation_options.js").read_text(encoding="utf-8")
     css = (out / "_static" / "cjk.css").read_text(encoding="utf-8")
     faces = [(name, ranges(spec)) for name, spec in
              re.findall(r'url\("fonts/([^"]+)"\)[^;]*;\s*unicode-range:\s*([^;]+);', css)]
+    maths = katex_fonts((out / "_static" / "katex" / "katex.css").read_text(encoding="utf-8"))
     images = webp_images(out / "_images")
     for page in sorted(out.glob("*.html")):
         text = page.read_text(encoding="utf-8")
-        text = finish_page(text, page.name, icons, doc_options, faces)
+        text = finish_page(text, page.name, icons, doc_options, faces, maths)
+        text = external_state(text, page.stem, out / "_static" / "views")
         page.write_text(output_images(text, images), encoding="utf-8")
     for leftover in (script, script.with_name(script.name + ".map")):
         leftover.unlink(missing_ok=True)
     favicon_ico(out / "_static" / "favicon.svg", out / "favicon.ico")
+    drop_theme_tab_stops(out / "_static" / "scripts" / "pydata-sphinx-theme.js")
+
+
+# ------------------------------------------------------------------------------ maths
+
+# Each piece of maths as Sphinx writes it (conf.py's "prerendered" renderer: MathJax's markup).
+MATH = re.compile(r'<(span|div) class="math notranslate nohighlight"([^>]*)>(.*?)</\1>', re.S)
+STYLES = '<link rel="stylesheet" type="text/css" href="_static/cjk.css'
+
+
+def typeset_maths(out: Path) -> int:
+    """Every piece of maths on every page typeset by KaTeX, in one run of
+    tools/render_maths.mjs (Node): HTML for the eye and MathML for a screen reader in place of
+    the TeX, and KaTeX's style sheet linked from the pages that have maths. A piece KaTeX
+    cannot typeset stops the build. Returns the number of pieces."""
+    pages, pieces = {}, []
+    for page in sorted(out.glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for m in MATH.finditer(text):
+            pages[page] = text
+            tex, display = html.unescape(m.group(3)).strip(), m.group(1) == "div"
+            start, end = (r"\[", r"\]") if display else (r"\(", r"\)")
+            if not (tex.startswith(start) and tex.endswith(end)):
+                sys.exit(f"error: {page.name}: maths not written as {start}…{end}: {tex[:80]!r}")
+            pieces.append([tex[2:-2], display])
+    if not pieces:
+        return 0
+    run = subprocess.run(["node", str(ROOT / "tools" / "render_maths.mjs")],
+                         input=json.dumps(pieces), capture_output=True, text=True, cwd=ROOT)
+    if run.returncode:
+        sys.exit(f"error: tools/render_maths.mjs failed ({run.returncode}):\n{run.stderr}")
+    typeset = iter(json.loads(run.stdout))
+    for page, text in pages.items():
+        text = MATH.sub(lambda m: f'<{m.group(1)} class="math notranslate nohighlight"'
+                                  f'{m.group(2)}>{next(typeset)}</{m.group(1)}>', text)
+        if STYLES not in text:
+            sys.exit(f"error: {page.name}: no cjk.css link to put KaTeX's style sheet before")
+        text = text.replace(STYLES, '<link rel="stylesheet" type="text/css" '
+                            'href="_static/katex/katex.css" />\n    ' + STYLES, 1)
+        page.write_text(text, encoding="utf-8")
+    return len(pieces)
+
+
+# ------------------------------------------------------------------------------ styles
+
+# A page's style sheets, as Sphinx links them (its own, the theme's, MyST-NB's, ours, KaTeX's).
+STYLESHEET = re.compile(r'<link (?:href="(_static/[^"?]+\.css)(?:\?[^"]*)?" rel="stylesheet"'
+                        r'|rel="stylesheet" type="text/css" href="(_static/[^"?]+\.css)(?:\?[^"]*)?")'
+                        r' />\s*')
+NAMES = re.compile(r"[.#]((?:[\w-]|\\.)+)")
+
+
+def used_names(texts: list[str]) -> set[str]:
+    """Every word that could be a class or an id: the words of the pages (markup, inline
+    scripts), of the views' saved state (their module) and of the site's scripts (the theme's
+    scripts set classes such as "show" or "collapsing" at run time)."""
+    return {word for text in texts for word in re.findall(r"[A-Za-z_][\w-]*", text)}
+
+
+def trim_rules(css: str, names: set[str]) -> str:
+    """``css`` less the rules none of whose selectors can match: a selector is kept if each
+    class and id it names is in ``names`` (a word of the pages or scripts; attributes, elements
+    and pseudo-classes are not judged). @media, @supports, @layer and @container are trimmed
+    inside; other at-rules (@font-face, @keyframes …) are kept whole. A rule whose selector list
+    has parentheses (:is(), :not(), :where()) is kept whole if any part of it is."""
+    import tinycss2
+
+    def keep(selector: str) -> bool:
+        selector = re.sub(r"\[[^\]]*\]|\"[^\"]*\"|'[^']*'", "", selector)
+        return all(name.replace("\\", "") in names for name in NAMES.findall(selector))
+
+    def rules(nodes) -> list[str]:
+        kept = []
+        for node in nodes:
+            if node.type == "qualified-rule":
+                prelude = tinycss2.serialize(node.prelude).strip()
+                if "(" in prelude:
+                    selectors = [prelude] if any(keep(s) for s in prelude.split(",")) else []
+                else:
+                    selectors = [s.strip() for s in prelude.split(",") if keep(s)]
+                if selectors:
+                    kept.append(",".join(selectors) + "{" + tinycss2.serialize(node.content) + "}")
+            elif node.type == "at-rule":
+                if node.lower_at_keyword in {"media", "supports", "layer", "container"} \
+                        and node.content is not None:
+                    inner = rules(tinycss2.parse_blocks_contents(node.content, skip_comments=True,
+                                                                 skip_whitespace=True))
+                    if inner:
+                        kept.append(f"@{node.at_keyword}{tinycss2.serialize(node.prelude)}"
+                                    "{" + "".join(inner) + "}")
+                elif node.lower_at_keyword != "charset":  # one per file, at its start only
+                    kept.append(tinycss2.serialize([node]))
+        return kept
+
+    return "".join(rules(tinycss2.parse_stylesheet(css, skip_comments=True,
+                                                   skip_whitespace=True)))
+
+
+def sheet_text(path: Path, static: Path) -> str:
+    """A style sheet as one text for a file in ``static``: its @imports inlined (they resolve
+    from the sheet's folder), its url()s rewritten to resolve from ``static``."""
+    folder = path.parent.relative_to(static.resolve()).as_posix()
+
+    def url(m: re.Match) -> str:
+        quote, target = m.group(1), m.group(2).strip()
+        if re.match(r"(?:[a-z]+:|/|#)", target):
+            return m.group(0)
+        return f"url({quote}{posixpath.normpath(posixpath.join(folder, target))}{quote})"
+    # Its own url()s rewritten with each @import set aside, then each imported sheet put in its
+    # @import's place, from a call of its own (which rewrote its url()s from its own folder).
+    imports: list[Path] = []
+
+    def aside(m: re.Match) -> str:
+        imports.append((path.parent / m.group(1)).resolve())
+        return f"\0{len(imports) - 1}\0"
+    css = re.sub(r"""@import\s+(?:url\(\s*)?["']([^"')]+)["']\s*\)?[^;]*;""", aside,
+                 path.read_text(encoding="utf-8"))
+    css = re.sub(r"""url\(\s*(["']?)([^"')]+)\1\s*\)""", url, css)
+    return re.sub(r"\0(\d+)\0", lambda m: sheet_text(imports[int(m.group(1))], static), css)
+
+
+def bundle_styles(out: Path) -> tuple[int, int, int]:
+    """Each page's style sheets (nine or ten files, every one render-blocking: a phone on a slow
+    network waits for them in turn) as one file, _static/styles.<hash>.css, in their order, the
+    rules trimmed to those the pages can use (trim_rules: most of the theme's, Bootstrap's among
+    them, style things these pages never hold, and every page matched them all). The sheets
+    bundled are then removed. Returns the bytes of the sheets before, of the bundles, and the
+    number of bundles."""
+    static = (out / "_static").resolve()
+    pages = {page: page.read_text(encoding="utf-8") for page in sorted(out.glob("*.html"))}
+    texts = list(pages.values())
+    texts += [p.read_text(encoding="utf-8") for p in sorted(static.rglob("*.js"))]
+    texts += [p.read_text(encoding="utf-8") for p in sorted((static / "views").glob("*.json"))]
+    names = used_names(texts)
+    bundles: dict[tuple[str, ...], str] = {}
+    bundled: set[Path] = set()
+    for page, text in pages.items():
+        head, sep, body = text.partition("</head>")
+        links = tuple(a or b for a, b in STYLESHEET.findall(head))
+        if not links:
+            continue
+        if links not in bundles:
+            sheets = [(out / link).resolve() for link in links]
+            css = trim_rules("\n".join(sheet_text(sheet, static) for sheet in sheets), names)
+            name = f"styles.{hashlib.sha256(css.encode()).hexdigest()[:10]}.css"
+            (static / name).write_text(css, encoding="utf-8")
+            bundles[links] = name
+            bundled.update(sheets)
+            for sheet in sheets:  # and what they import
+                bundled.update((sheet.parent / m).resolve() for m in re.findall(
+                    r"""@import\s+(?:url\(\s*)?["']([^"')]+)""", sheet.read_text(encoding="utf-8")))
+        first = itertools.count()
+        head = STYLESHEET.sub(lambda m: f'<link rel="stylesheet" href="_static/{bundles[links]}" />'
+                              "\n    " if next(first) == 0 else "", head)
+        page.write_text(head + sep + body, encoding="utf-8")
+    before = sum(sheet.stat().st_size for sheet in bundled)
+    after = sum((static / name).stat().st_size for name in bundles.values())
+    for sheet in bundled:
+        sheet.unlink()
+        sheet.with_name(sheet.name + ".map").unlink(missing_ok=True)
+    return before, after, len(bundles)
 
 
 # ------------------------------------------------------------------------------ offline
@@ -380,13 +634,19 @@ class RemoteLoads(HTMLParser):
             self.css(text)
         elif tag == "script" and self.type in self.SCRIPTS:
             self.found += [f"<script> {url}" for url in self.JS.findall(text)]
-        elif tag == "script" and self.type == "application/vnd.jupyter.widget-state+json":
-            for model_id, model in json.loads(text)["state"].items():
-                esm = model.get("state", {}).get("_esm", "")
-                if re.match(r"https?://", esm.strip()) or self.JS.search(esm):
-                    self.found.append(f"anywidget _esm of model {model_id} imports from a URL")
-                self.css(model.get("state", {}).get("_css", ""))
+        elif tag == "script" and self.type == "application/vnd.jupyter.widget-state+json" \
+                and text.strip():
+            self.state(text)
         self.type, self.text = "", []
+
+    def state(self, text: str) -> None:
+        """Saved widget state (in a page, or a file of _static/views/): anywidget modules and
+        their style sheets."""
+        for model_id, model in json.loads(text)["state"].items():
+            esm = model.get("state", {}).get("_esm", "")
+            if re.match(r"https?://", esm.strip()) or self.JS.search(esm):
+                self.found.append(f"anywidget _esm of model {model_id} imports from a URL")
+            self.css(model.get("state", {}).get("_css", ""))
 
     def css(self, text: str) -> None:
         text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # a commented-out @import loads nothing
@@ -404,6 +664,10 @@ def check_offline(out: Path) -> None:
         parser = RemoteLoads()
         parser.css(sheet.read_text(encoding="utf-8"))
         problems += [f"{sheet.relative_to(out)}: {found}" for found in parser.found]
+    for saved in sorted((out / "_static" / "views").glob("*.json")):
+        parser = RemoteLoads()
+        parser.state(saved.read_text(encoding="utf-8"))
+        problems += [f"{saved.relative_to(out)}: {found}" for found in parser.found]
     if problems:
         sys.exit("error: the site would load from another host when opened:\n  "
                  + "\n  ".join(problems))
@@ -460,7 +724,9 @@ def main() -> None:
         shutil.copy2(path, html_dir / "_sources" / path.name)
     shutil.rmtree(out, ignore_errors=True)
     shutil.move(html_dir, out)
+    maths = typeset_maths(out)
     finish(out)
+    styles = bundle_styles(out)
     check_offline(out)
 
     pages = sorted(out.glob("*.html"))
@@ -469,6 +735,9 @@ def main() -> None:
     for page in pages:
         print(f"{page.stat().st_size / 1e3:8.0f} kB  {page.relative_to(out.parent)}")
     print(f"{font_bytes / 1e3:8.0f} kB  CJK font subset ({fonts} woff2 files)")
+    print(f"{maths:8d}     pieces of maths typeset (KaTeX)")
+    print(f"{styles[1] / 1e3:8.0f} kB  style sheets: {styles[2]} bundles, one a page, of the rules "
+          f"the pages can use (from {styles[0] / 1e3:.0f} kB in the sheets bundled)")
     print(f"{total / 1e6:8.1f} MB  total, {len(files)} files, {len(pages)} pages, in {out}, "
           f"built in {time.perf_counter() - start:.1f} s")
 

@@ -148,6 +148,11 @@ a.ahv-start { display: inline-block; padding: 0.55rem 1.3rem; margin: 0.2rem 0 0
   background: var(--pst-color-primary); color: var(--pst-color-background); }
 a.ahv-start:hover, a.ahv-start:focus-visible { text-decoration: underline;
   color: var(--pst-color-background); }
+/* The live view's place kept while it is drawn (after the text's first paint), so the page below
+   it does not jump (Lighthouse, phone: a layout shift of 0.14 without this). Its height as
+   drawn, measured: 297-324 px below 600 px wide, 251-324 px above. */
+div.cell.tag_remove-input div.cell_output { min-height: 250px; }
+@media (max-width: 599px) { div.cell.tag_remove-input div.cell_output { min-height: 296px; } }
 p.ahv-caption { font-size: 0.9rem; color: var(--pst-color-text-muted); margin-top: 0.2rem; }
 nav.ahv-order { display: grid; grid-template-columns: repeat(auto-fit, minmax(13rem, 1fr));
   gap: 0.4rem 1.5rem; margin-bottom: 1rem; }

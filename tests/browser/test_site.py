@@ -4,7 +4,7 @@ Builds nothing: with no site/index.html every test here is skipped on a learner'
 FAILS in CI ("run make site"), as conftest.py treats a missing Chromium. A request to any other
 host is aborted and fails the test. The index and every notebook's page open with no page error,
 no console error and no failed request; every widget renders; where the notebook has $ maths,
-MathJax typesets all of it. Each notebook page has at least one page view (``.ahv-view``), and
+every piece is typeset (by KaTeX, at build time), with its MathML and in KaTeX's fonts. Each notebook page has at least one page view (``.ahv-view``), and
 every control of every view, moved, changes its canvas and redraws it. Each move is timed in
 the page (set the value and dispatch the event: view.js redraws inside the handler); median,
 p90 and max per page and overall go to the summary and artifacts/browser/site_redraw.json,
@@ -55,6 +55,10 @@ RENDERED = f"""() => [...document.querySelectorAll('{PLACEHOLDERS}')].every(
     (s) => s.previousElementSibling?.matches(".widget-subarea:not(:empty)"))
   && [...document.querySelectorAll(".ahv-view")].every(
     (v) => v.querySelector("canvas") && Number(v.dataset.redraws) >= 1)"""
+# Every section laid out: book.css lets the browser skip the sections away from the screen while
+# the page loads (content-visibility), and book.js lays them out once it has loaded.
+LAID_OUT = """() => document.readyState === "complete" && !document.querySelector(
+  "article.bd-article section section:not([data-shown]), article.bd-article .ahv-later")"""
 # The state of the widgets, for a failure message.
 WIDGETS = f"""() => ({{
   placeholders: document.querySelectorAll('{PLACEHOLDERS}').length,
@@ -62,14 +66,21 @@ WIDGETS = f"""() => ({{
   views: [...document.querySelectorAll(".ahv-view")].map((v) => v.dataset.redraws),
   errors: [...document.querySelectorAll(".ahv-error")].map((e) => e.textContent),
 }})"""
-# MathJax's count of TeX pieces, how many it typeset (inline or display) and any it could not.
-MATHS = """() => {
-  const tex = [...document.querySelectorAll('script[type^="math/tex"]')];
-  return { tex: tex.length,
-           typeset: tex.filter((s) => s.previousSibling?.matches?.(
-             ".MathJax_CHTML, :has(> .MathJax_CHTML)")).length,
-           errors: [...document.querySelectorAll(".mjx-merror, .mjx-noError")]
-             .map((e) => e.closest(".MathJax_CHTML")?.nextSibling?.textContent) };
+# The page's maths (typeset by KaTeX at build time): its pieces, those typeset (KaTeX's HTML with
+# the MathML a screen reader reads, which keeps the TeX), KaTeX's error boxes, TeX delimiters
+# left as text outside code, and whether KaTeX's main font is the one drawing them.
+MATHS = r"""async () => {
+  await document.fonts.ready;
+  const pieces = [...document.querySelectorAll("article span.math, article div.math")];
+  const prose = [...document.querySelectorAll("article p, article li, article td")]
+    .filter((e) => !e.closest("pre, code, .cell_output, .output, .math"));
+  return { pieces: pieces.length,
+           typeset: pieces.filter((m) => m.querySelector(".katex .katex-html")
+             && m.querySelector('.katex-mathml math annotation[encoding="application/x-tex"]')).length,
+           errors: [...document.querySelectorAll(".katex-error")].map((e) => e.title || e.textContent),
+           raw: prose.map((e) => e.textContent).filter((t) => /\\[(\[]|\$\\[A-Za-z]/.test(t)),
+           font: document.fonts.check("16px KaTeX_Main") && [...document.fonts].some(
+             (f) => f.family === "KaTeX_Main" && f.status === "loaded") };
 }"""
 # A control's kind ("range", "select", "checkbox"), its number of values and current index.
 CONTROL = """(el) => el.tagName === "SELECT"
@@ -237,6 +248,7 @@ def test_solutions_and_check_code_stay_hidden_until_clicked(name, open_page):
     solutions = [c for c in nb["cells"] if c["cell_type"] == "code"
                  and c["metadata"].get("jupyter", {}).get("source_hidden")]
     page = open_page(f"{name}.html").page
+    page.wait_for_function(LAID_OUT, timeout=RENDER_TIMEOUT_MS)
     # What a reader sees before clicking anything: no solution, no verdict, no check's code.
     verdicts = page.evaluate(r"""() => [...document.querySelectorAll(".cell_output")]
         .filter((o) => o.checkVisibility()).map((o) => o.innerText)
@@ -256,6 +268,31 @@ def test_solutions_and_check_code_stay_hidden_until_clicked(name, open_page):
         cell.locator("summary").first.click()
         assert code.is_visible(), f"{name}: solution {k} does not open on a click"
         assert "Solution to exercise" not in code.inner_text()  # Colab's #@title line is gone
+
+
+@pytest.mark.parametrize("name", ["02_attention_pooling", "11_windows_sinks_and_latent_attention"])
+def test_sections_are_skipped_while_loading_then_all_laid_out(name, open_page):
+    # book.css: a section not yet shown is skipped by the browser when away from the screen
+    # (content-visibility: auto), the first screen drawn sooner; book.js marks every section
+    # shown (laid out) once the page has loaded; printed, none is skipped.
+    page = open_page(f"{name}.html").page
+    page.wait_for_function(LAID_OUT, timeout=RENDER_TIMEOUT_MS)
+    styles = page.evaluate("""() => {
+      const sections = [...document.querySelectorAll("article.bd-article section section")];
+      const shown = sections.map((s) => getComputedStyle(s).contentVisibility);
+      const last = sections.at(-1);
+      last.removeAttribute("data-shown");
+      const skipped = getComputedStyle(last).contentVisibility;
+      last.dataset.shown = "";
+      return { n: sections.length, shown: [...new Set(shown)], skipped };
+    }""")
+    assert styles["n"] >= 5 and styles["skipped"] == "auto", f"{name}: {styles}"
+    assert set(styles["shown"]) <= {"visible"}, f"{name}: {styles}"
+    page.emulate_media(media="print")
+    printed = page.evaluate("""() => { const s = document.querySelector("article.bd-article section section");
+      s.removeAttribute("data-shown"); return getComputedStyle(s).contentVisibility; }""")
+    page.emulate_media(media="screen")
+    assert printed == "visible", f"{name}: a section not yet shown is skipped in print"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -380,13 +417,15 @@ def test_page_renders_and_every_view_control_redraws(name, open_page, save_scree
     assert "Error displaying widget" not in page.inner_text("body")
 
     if has_maths(notebooks_dir() / f"{name}.ipynb"):
-        # Queued after the page's own Typeset call, so it resolves once that is done.
-        page.evaluate("() => new Promise((done) => MathJax.Hub.Queue(done))")
         maths = page.evaluate(MATHS)
-        assert maths["tex"] > 0 and maths["typeset"] == maths["tex"], f"{name}: maths {maths}"
-        assert not maths["errors"], f"{name}: MathJax could not typeset {maths['errors']}"
-        # Display equations centred in their column (the theme's MathJax 3 rule pushed MathJax
-        # 2's to the right); one wider than the column scrolls in its own focusable box.
+        assert maths["pieces"] > 0 and maths["typeset"] == maths["pieces"], f"{name}: maths {maths}"
+        assert not maths["errors"] and not maths["raw"], f"{name}: maths not typeset: {maths}"
+        assert maths["font"], f"{name}: KaTeX's font KaTeX_Main not loaded"
+        # Display equations centred in their column (the theme's MathJax 3 rule pushes a lone
+        # equation to the right); one wider than the column scrolls in its own focusable box.
+        # Each brought into view first: book.js marks a box once it is laid out, and a long page
+        # lays out its sections as they come near the screen (content-visibility).
+        page.evaluate(SHOW_EACH, "div.math")
         for eq in page.evaluate(DISPLAY_MATHS):
             if eq["overflows"]:
                 assert eq["tabindex"] == "0" and eq["right"] <= eq["column_right"] + 1, f"{name}: {eq}"
@@ -424,11 +463,23 @@ def test_page_renders_and_every_view_control_redraws(name, open_page, save_scree
            + stats_line(times))
 
 
-# Each typeset display equation: its centre and its column's, and whether it overflows.
+# Scroll each element matching a selector into view in turn (two frames each), then back to
+# the top.
+SHOW_EACH = """async (selector) => {
+  for (const el of document.querySelectorAll(selector)) {
+    el.scrollIntoView({ block: "center" });
+    await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  }
+  scrollTo(0, 0);
+}"""
+# Each display equation: the centre of what is drawn and its column's; whether it overflows.
 DISPLAY_MATHS = """() => [...document.querySelectorAll("div.math")].map((box) => {
-  const eq = box.querySelector(".MathJax_CHTML"), col = box.getBoundingClientRect();
+  const eq = box.querySelector(".katex-html"), col = box.getBoundingClientRect();
   if (!eq || !box.checkVisibility()) return null;
-  const r = eq.getBoundingClientRect();
+  // What is drawn (KaTeX's display boxes are blocks as wide as the column): its glyphs' extent.
+  const range = document.createRange();
+  range.selectNodeContents(eq);
+  const r = range.getBoundingClientRect();
   return { centre: r.left + r.width / 2, column_centre: col.left + col.width / 2,
            right: col.right, column_right: box.closest("article").getBoundingClientRect().right,
            overflows: box.scrollWidth > box.clientWidth + 1, tabindex: box.getAttribute("tabindex") };
@@ -608,7 +659,7 @@ def test_head_blocks_nothing_and_holds_one_viewport_a_description_and_a_favicon(
     # Read from the built file: what the browser meets before it can draw anything.
     text = (site / f"{name}.html").read_text(encoding="utf-8")
     head = text.split("</head>", 1)[0]
-    blocking = [tag for tag in re.findall(r"<script\b[^>]*\bsrc=[^>]*>", head)
+    blocking = [tag for tag in re.findall(r"<script\b[^>]*(?<![\w-])src=[^>]*>", head)
                 if not re.search(r"\b(?:defer|async)\b|type=\"module\"", tag)]
     assert not blocking, f"{name}: scripts that block rendering: {blocking}"
     loads = " ".join(re.findall(r"<(?:script|link)\b[^>]*>", text))  # what the page fetches
@@ -620,6 +671,23 @@ def test_head_blocks_nothing_and_holds_one_viewport_a_description_and_a_favicon(
     module = [tag for tag in re.findall(r"<script\b[^>]*>", head)
               if "_static/pageviews.js" in tag and 'type="module"' in tag]
     assert len(module) == (1 if views else 0), f"{name}: pageviews.js {len(module)} times"
+    # One style sheet (the build's bundle of the page's sheets), so one render-blocking request.
+    sheets = re.findall(r'<link\b[^>]*rel="stylesheet"[^>]*>', head)
+    assert len(sheets) == 1 and re.search(r'href="_static/styles\.[0-9a-f]{10}\.css"', sheets[0]), \
+        f"{name}: style sheets {sheets}"
+    # The views' saved state: in a file fetched by pageviews.js, not in <head> (but on the
+    # landing page, whose view is in the first screen).
+    state = re.findall(r'<script type="application/vnd\.jupyter\.widget-state\+json"([^>]*)>'
+                       r'(.*?)</script>', head, re.S)
+    if views:
+        assert len(state) == 1, f"{name}: {len(state)} widget-state scripts"
+        attributes, inline = state[0]
+        if name == "index":
+            assert json.loads(inline)["state"] and "data-src" not in attributes
+        else:
+            src = re.fullmatch(r' data-src="(_static/views/[\w.-]+\.json)"', attributes)
+            assert src and not inline.strip(), f"{name}: state {attributes!r} {inline[:80]!r}"
+            assert json.loads((site / src.group(1)).read_text(encoding="utf-8"))["state"]
     assert len(re.findall(r'<meta name="viewport"', text)) == 1
     description = re.findall(r'<meta name="description" content="([^"]*)"', head)
     assert len(description) == 1 and 60 <= len(description[0]) <= 160, f"{name}: {description}"

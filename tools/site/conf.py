@@ -28,20 +28,11 @@ exclude_patterns = ["_build"]
 # painted first: Lighthouse mobile LCP on 02 8.2 s -> 4.7 s.)
 nb_ipywidgets_js = {"pageviews.js": {"type": "module", "async": "async"}}
 
-# MathJax 2 from npm (as nbconvert and html-manager expect it), configured the MathJax 2 way;
-# MyST's own MathJax settings are for MathJax 3+ and would stop MathJax 2 typesetting anything.
-myst_update_mathjax = False
-mathjax_path = "mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
-mathjax2_config = {
-    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
-                "processEscapes": True, "processEnvironments": True},
-    "showMathMenu": False,
-    "messageStyle": "none",
-    # One pass (no quick preview typeset first and then again), in chunks of 10 equations
-    # with a pause between them: the page stays responsive while a long page is typeset.
-    "fast-preview": {"disabled": True},
-    "CommonHTML": {"EqnChunk": 10, "EqnChunkFactor": 1, "EqnChunkDelay": 10},
-}
+# Maths: Sphinx writes each piece as MathJax would read it (\(…\) in span.math, \[…\] in
+# div.math) and loads no script for it ("prerendered", registered in setup() below): the build
+# typesets every piece with KaTeX afterwards (tools/build_site.py, tools/render_maths.mjs), so the
+# reader's browser has no maths to typeset.
+html_math_renderer = "prerendered"
 
 html_theme = "sphinx_book_theme"
 html_title = "Attention, hands-on"
@@ -141,4 +132,8 @@ def _add_description(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    from sphinx.ext import mathjax
+
+    app.add_html_math_renderer("prerendered", (mathjax.html_visit_math, None),
+                               (mathjax.html_visit_displaymath, None))
     app.connect("html-page-context", _add_description)

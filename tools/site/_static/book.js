@@ -40,39 +40,93 @@ addEventListener("afterprint", () => {
   openedForPrint = [];
 });
 
-// A display equation wider than its column, or a table of the documentation wider than a phone,
-// scrolls in its own box (book.css, site.css). While it does, the box takes keyboard focus (arrow
-// keys scroll it: tabindex 0, else -1, as the theme does for its own scroll boxes, tables among
-// them), is named, and carries data-overflow (site.css draws the tables' edge from it). Checked
-// once MathJax has typeset the page (MathJax.js loads async: it has run by the load event), and
-// after the window resizes.
+// Scroll boxes reachable by keyboard. A display equation wider than its column, or a table of
+// the documentation wider than a phone, scrolls in its own box (book.css, site.css): while it
+// does, the box takes keyboard focus (arrow keys scroll it: tabindex 0, else -1), is named, and
+// carries data-overflow (site.css draws the tables' edge from it). Code blocks and outputs that
+// scroll get tabindex 0 the same way: the theme's own rule (its addTabStopsToScrollableElements,
+// which tools/build_site.py takes out of the theme's script: on load it read and set every
+// block in turn, laying the whole page out again and again, 240 ms on a phone for 11). Checked
+// when a box is first laid out (on a long page, when its section comes near the screen:
+// book.css), when its size changes and when fonts arrive, by a ResizeObserver; all boxes read,
+// then all written, so the page is laid out once a round.
 const SCROLL_BOXES = [
   ["div.math", "group", "Equation (scrolls sideways)"],
   [".pst-scrollable-table-container", "region", "Table, wider than the page: scrolls sideways"],
+  ["pre, .cell_output > .output, .nboutput > .output_area, .jp-RenderedHTMLCommon", null, null],
 ];
-function markScrollBoxes() {
-  for (const [selector, role, label] of SCROLL_BOXES) {
-    for (const box of document.querySelectorAll(selector)) {
-      const wide = box.scrollWidth > box.clientWidth + 1;
-      box.tabIndex = wide ? 0 : -1;
-      box.toggleAttribute("data-overflow", wide);
-      if (wide) {
-        box.setAttribute("role", role);
-        box.setAttribute("aria-label", label);
-      } else {
-        box.removeAttribute("role");
-        box.removeAttribute("aria-label");
-      }
+const boxKinds = new Map(); // box → [role, label] (null: the theme's rule, tabindex only)
+const laidOut = new Set(); // the boxes laid out so far
+function markScrollBoxes(boxes) {
+  const wide = [...boxes].map((box) => box.scrollWidth > box.clientWidth + 1
+    || (!boxKinds.get(box)[0] && box.scrollHeight > box.clientHeight + 1));
+  [...boxes].forEach((box, i) => {
+    const [role, label] = boxKinds.get(box);
+    const tabIndex = wide[i] ? 0 : -1;
+    if (box.tabIndex !== tabIndex || !box.hasAttribute("tabindex")) box.tabIndex = tabIndex;
+    if (!role || wide[i] === box.hasAttribute("data-overflow")) return;
+    box.toggleAttribute("data-overflow", wide[i]);
+    if (wide[i]) {
+      box.setAttribute("role", role);
+      box.setAttribute("aria-label", label);
+    } else {
+      box.removeAttribute("role");
+      box.removeAttribute("aria-label");
     }
+  });
+}
+const sizes = new ResizeObserver((entries) => {
+  const boxes = entries.map((e) => e.target);
+  boxes.forEach((box) => laidOut.add(box));
+  markScrollBoxes(boxes);
+});
+for (const [selector, role, label] of SCROLL_BOXES) {
+  for (const box of document.querySelectorAll(selector)) {
+    if (boxKinds.has(box)) continue;
+    boxKinds.set(box, [role, label]);
+    sizes.observe(box);
   }
 }
-if (document.querySelector(SCROLL_BOXES.map(([selector]) => selector).join(", "))) {
-  const afterTypeset = () => window.MathJax?.Hub?.Queue(markScrollBoxes) ?? markScrollBoxes();
-  if (document.readyState === "complete") afterTypeset();
-  else addEventListener("load", afterTypeset);
-  let pending = 0;
-  addEventListener("resize", () => {
-    clearTimeout(pending);
-    pending = setTimeout(markScrollBoxes, 200);
-  });
+// A font arriving (KaTeX's, the CJK subset) changes what a box holds, not the box's size.
+document.fonts.addEventListener("loadingdone", () => markScrollBoxes(laidOut));
+
+// The sections book.css lets the browser skip while the page loads: once it has loaded, they
+// are laid out in order (a section before the sections in it) while the browser is idle, at
+// most 8 ms at a time (a phone four times slower still answers within 50 ms). A section still
+// skipped is laid out block by block: its blocks (paragraphs, cells, equations) each skipped
+// first (.ahv-later), then the section (headings and placeholders: quick), then each block.
+// A section already on the screen is only marked: its blocks are drawn already, and skipping
+// them would move what the reader sees.
+const sections = [...document.querySelectorAll("article.bd-article section section")];
+const later = []; // blocks of the current section, not yet laid out
+const whenIdle = window.requestIdleCallback ?? ((callback) => setTimeout(callback, 20));
+const drawn = (el) => el.checkVisibility?.({ contentVisibilityAuto: true }) ?? true;
+function layOut() {
+  const end = performance.now() + 8;
+  while (performance.now() < end) {
+    const block = later.shift();
+    if (block) {
+      block.classList.remove("ahv-later");
+      void block.offsetHeight; // laid out now, within this slice
+      continue;
+    }
+    const section = sections.shift();
+    if (!section) return;
+    const first = section.firstElementChild;
+    if (first && !drawn(first)) {
+      for (const child of section.children) {
+        if (!/^(SECTION|H[1-6]|SCRIPT|STYLE)$/.test(child.tagName)) {
+          child.classList.add("ahv-later");
+          later.push(child);
+        }
+      }
+    }
+    section.dataset.shown = "";
+    void section.offsetHeight;
+  }
+  whenIdle(layOut, { timeout: 500 });
+}
+if (sections.length) {
+  if (document.readyState === "complete") whenIdle(layOut, { timeout: 1000 });
+  else addEventListener("load", () => whenIdle(layOut, { timeout: 1000 }));
 }

@@ -4,7 +4,9 @@
 //
 // Every view the site displays is an anywidget model (AnyModel) whose `_esm` is
 // helpers/widgets/view.js: a module whose default export is {render}. This file reads the
-// widget state MyST-NB saved in the page, imports each distinct `_esm` once (a Blob URL), gives
+// widget state MyST-NB saved for the page (the build moves it out of the page's <head> into a
+// file the state's <script> names in data-src, fetched here, so that the text never waits for
+// the figures' data; inline state is read as it is), imports each distinct `_esm` once (a Blob URL), gives
 // it a model with what anywidget's model offers a render function (get, set, on, off,
 // save_changes; "change:<name>" events), and renders it where the view's placeholder is, in a
 // div.widget-subarea as html-manager did. No kernel: save_changes keeps the change in the page.
@@ -63,14 +65,14 @@ function refuse(el, message) {
   el.replaceChildren(p);
 }
 
-async function renderView(placeholder, state) {
+async function renderView(placeholder, savedState) {
   const el = document.createElement("div");
   el.className = "widget-subarea";
   placeholder.before(el);
   let id = "?";
   try {
     id = JSON.parse(placeholder.textContent).model_id;
-    const saved = state[id];
+    const saved = (await savedState)[id];
     if (!saved) throw new Error(`the page holds no state for widget ${id}`);
     const esm = saved.state?._esm;
     if (saved.model_name !== "AnyModel" || typeof esm !== "string") {
@@ -96,8 +98,20 @@ async function renderView(placeholder, state) {
   }
 }
 
-// Loaded async: the views already parsed are drawn now, the others once the page is parsed.
-const state = JSON.parse(document.querySelector(STATE)?.textContent || "{}").state || {};
+/** The page's saved widget state: fetched from the file its <script> names, or read inline. */
+async function loadState() {
+  const script = document.querySelector(STATE);
+  if (!script?.dataset.src) return JSON.parse(script?.textContent || "{}").state || {};
+  const response = await fetch(script.dataset.src);
+  if (!response.ok) throw new Error(`the figures' data (${script.dataset.src}) did not load: ` +
+                                    `HTTP ${response.status}`);
+  return (await response.json()).state || {};
+}
+
+// Loaded async: the state's fetch starts now; the views already parsed are drawn once it has
+// arrived, the others once the page is parsed too.
+const state = loadState();
+state.catch(() => {}); // each view says why it is not drawn (renderView)
 const done = new WeakSet();
 const renderParsed = () => Promise.all([...document.querySelectorAll(VIEW)]
   .filter((s) => !done.has(s) && done.add(s)).map((s) => renderView(s, state)));

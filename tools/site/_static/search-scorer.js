@@ -19,8 +19,9 @@ var Scorer = {
 };
 
 // The snippet under each result: the page's article only (Sphinx takes the whole [role=main],
-// whose first words are the theme's buttons: "Light Dark …"), without TeX source (the fetched
-// page is not typeset: \(\sqrt d\) becomes "√d"), widget state or the solutions' toggles.
+// whose first words are the theme's buttons: "Light Dark …"), maths as short plain text (each
+// piece from its TeX, which KaTeX keeps in the page's MathML: \sqrt d becomes "√d", not KaTeX's
+// two renderings of it), without widget state or the solutions' toggles.
 // Sphinx loads this file (in language_data.js) after searchtools.js, before the index.
 if (typeof Search !== "undefined") {
   const GREEK = { alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", theta: "θ",
@@ -36,7 +37,10 @@ if (typeof Search !== "undefined") {
     const doc = new DOMParser().parseFromString(htmlString, "text/html");
     doc.querySelectorAll(".headerlink, script, style, summary, button, .widget-subarea")
       .forEach((el) => el.remove());
-    doc.querySelectorAll(".math").forEach((el) => { el.textContent = plainTex(el.textContent.trim()); });
+    doc.querySelectorAll(".math").forEach((el) => {
+      const tex = el.querySelector('annotation[encoding="application/x-tex"]') ?? el;
+      el.textContent = plainTex(tex.textContent.trim());
+    });
     const article = doc.querySelector("article") ?? doc.querySelector('[role="main"]');
     if (!article) return "";
     const part = anchor ? article.querySelector(anchor) : null;
