@@ -150,9 +150,17 @@ a.ahv-start:hover, a.ahv-start:focus-visible { text-decoration: underline;
   color: var(--pst-color-background); }
 /* The live view's place kept while it is drawn (after the text's first paint), so the page below
    it does not jump (Lighthouse, phone: a layout shift of 0.14 without this). Its height as
-   drawn, measured: 297-324 px below 600 px wide, 251-324 px above. */
-div.cell.tag_remove-input div.cell_output { min-height: 250px; }
-@media (max-width: 599px) { div.cell.tag_remove-input div.cell_output { min-height: 296px; } }
+   drawn, measured at 320-1920 px: 297-324 px below 440 px wide (its controls on two lines or
+   three), 248-271 px up to 523 px, then growing with the column (222 px at 524, 315 px at 767),
+   297-324 px from 768 px (beside the sidebars). Kept: a little under each, never over (no gap
+   under the figure); tests/browser/test_site_landing.py checks it at 390 and 1440 px. */
+div.cell.tag_remove-input div.cell_output { min-height: 296px; }
+@media (min-width: 440px) and (max-width: 523px) {
+  div.cell.tag_remove-input div.cell_output { min-height: 247px; }
+}
+@media (min-width: 524px) and (max-width: 767px) {
+  div.cell.tag_remove-input div.cell_output { min-height: calc((100vw - 32px) * 0.38 + 33px); }
+}
 p.ahv-caption { font-size: 0.9rem; color: var(--pst-color-text-muted); margin-top: 0.2rem; }
 nav.ahv-order { display: grid; grid-template-columns: repeat(auto-fit, minmax(13rem, 1fr));
   gap: 0.4rem 1.5rem; margin-bottom: 1rem; }

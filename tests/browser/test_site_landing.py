@@ -11,7 +11,8 @@ Chromium, site/ served from 127.0.0.1 with every other host blocked.
   docs/*.md, and each of those pages opens with no error, its title that of its Markdown file,
   every link in it to this site resolving to a file of the build, its notebook links going to
   the notebooks' pages. "Reference" (glossary, references) when the build has those pages.
-* At 390 px the landing page is no wider than the screen.
+* At 390 px the landing page is no wider than the screen; at 390 and 1440 px the view's place is
+  kept before it is drawn, within 50 px of its drawn height and never above it.
 Builds nothing: with no site/index.html it is skipped (a failure in CI), as test_site.py.
 """
 
@@ -85,6 +86,19 @@ def test_the_landing_view_draws_and_its_slider_redraws_it(open_page):
     # The caption under it names and links the notebook it comes from.
     caption = page.locator("p.ahv-caption a")
     assert caption.get_attribute("href") == f"{NOTEBOOKS[0]}.html"
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_the_landing_view_has_its_place_kept_before_it_is_drawn(open_page, viewport):
+    # The view is drawn after the text's first paint; its output keeps a place (site_landing.py's
+    # min-height) so the page below it does not jump: no more than its drawn height (no gap left
+    # under it), and close to it (a jump of at most 50 px when it is drawn).
+    page = open_page("index.html", viewport)
+    page.wait_for_function("""() => Number(document.querySelector(".ahv-view")?.dataset.redraws) >= 1""",
+                           timeout=TIMEOUT_MS)
+    kept, drawn = page.evaluate("""() => { const out = document.querySelector(".ahv-view").closest("div.cell_output");
+        return [parseFloat(getComputedStyle(out).minHeight), out.querySelector(".widget-subarea").getBoundingClientRect().height]; }""")
+    assert 0 < drawn - kept <= 50 or 0 <= kept - drawn < 1, f"kept {kept} px, drawn {drawn} px"
 
 
 def test_the_landing_page_holds_only_its_views_widget_models():
