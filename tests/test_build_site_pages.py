@@ -38,18 +38,26 @@ def test_trim_rules_keeps_what_the_pages_can_match_and_drops_the_rest():
     @media (max-width: 600px) { .used { top: 0 } .unused { top: 1px } }
     @media print { .unused { display: none } }
     @keyframes spin { from { top: 0 } }
+    .accent-body:not(.accent-full) { width: 0 }
+    img:not(.only-dark, .dark-light) { filter: none }
+    .bs-tooltip-auto .tooltip-arrow { bottom: 0 }
     """
-    out = build_site.trim_rules(css, {"used", "used-id"})
+    out = build_site.trim_rules(css, {"used", "used-id", "accent-body", "tooltip-arrow"})
     assert "@charset" not in out
     assert "@font-face" in out and "src: url(x.woff2)" in out
     assert "p,.used{ color: red }" in out  # the selector list trimmed to its parts that can match
     assert ".unused .used" not in out and "#gone" not in out
     assert "#used-id > a{" in out and 'a[href$=".pdf"]{' in out
     assert ":is(.unused, .used) > b{" in out  # kept whole: one of its parts can match
-    assert ":not(.unused){" not in out  # (no part of it names only used classes)
+    assert ":not(.unused){" in out  # matches whatever is not .unused
     assert "@media (max-width: 600px) {.used{ top: 0 }}" in out
     assert "@media print" not in out  # nothing left inside
     assert "@keyframes spin" in out
+    # What :not() names is what must be absent: not needed in the pages (KaTeX's accents, the
+    # theme's dark-mode images lost these rules to that mistake).
+    assert ".accent-body:not(.accent-full){" in out and "img:not(.only-dark, .dark-light){" in out
+    # Classes Bootstrap builds at run time (`bs-${name}-auto`) are in no file: kept.
+    assert ".bs-tooltip-auto .tooltip-arrow{" in out
 
 
 def test_sheet_text_inlines_imports_and_rewrites_urls_from_static(tmp_path):

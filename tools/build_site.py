@@ -486,6 +486,9 @@ STYLESHEET = re.compile(r'<link (?:href="(_static/[^"?]+\.css)(?:\?[^"]*)?" rel=
                         r'|rel="stylesheet" type="text/css" href="(_static/[^"?]+\.css)(?:\?[^"]*)?")'
                         r' />\s*')
 NAMES = re.compile(r"[.#]((?:[\w-]|\\.)+)")
+# Classes Bootstrap builds at run time from parts (`bs-${name}-auto`, `bs-${name}-${placement}`):
+# named in no file, so kept whatever the pages hold (the tooltips' arrows are drawn by them).
+BUILT_AT_RUN_TIME = ("bs-tooltip-", "bs-popover-")
 
 
 def used_names(texts: list[str]) -> set[str]:
@@ -497,25 +500,41 @@ def used_names(texts: list[str]) -> set[str]:
 
 def trim_rules(css: str, names: set[str]) -> str:
     """``css`` less the rules none of whose selectors can match: a selector is kept if each
-    class and id it names is in ``names`` (a word of the pages or scripts; attributes, elements
-    and pseudo-classes are not judged). @media, @supports, @layer and @container are trimmed
-    inside; other at-rules (@font-face, @keyframes …) are kept whole. A rule whose selector list
-    has parentheses (:is(), :not(), :where()) is kept whole if any part of it is."""
+    class and id it names is in ``names`` (a word of the pages or scripts) or is one Bootstrap
+    builds at run time (BUILT_AT_RUN_TIME); what it names inside :not() need not be there;
+    attributes, elements and other pseudo-classes are not judged. @media, @supports, @layer and @container are trimmed
+    inside; other at-rules (@font-face, @keyframes …) are kept whole. A rule with :is() or
+    :where() in its selectors is kept whole if any part of it can match."""
     import tinycss2
 
     def keep(selector: str) -> bool:
         selector = re.sub(r"\[[^\]]*\]|\"[^\"]*\"|'[^']*'", "", selector)
-        return all(name.replace("\\", "") in names for name in NAMES.findall(selector))
+        # What :not() names need not be there: its absence is what the rule asks for.
+        while re.search(r":not\([^()]*\)", selector):
+            selector = re.sub(r":not\([^()]*\)", "", selector)
+        return all(name.replace("\\", "") in names or name.startswith(BUILT_AT_RUN_TIME)
+                   for name in NAMES.findall(selector))
+
+    def top_level(prelude: str) -> list[str]:
+        """The selectors of a list: split at its commas, not at those inside parentheses."""
+        parts, depth, start = [], 0, 0
+        for i, c in enumerate(prelude):
+            depth += (c == "(") - (c == ")")
+            if c == "," and depth == 0:
+                parts.append(prelude[start:i])
+                start = i + 1
+        return parts + [prelude[start:]]
 
     def rules(nodes) -> list[str]:
         kept = []
         for node in nodes:
             if node.type == "qualified-rule":
                 prelude = tinycss2.serialize(node.prelude).strip()
-                if "(" in prelude:
+                if re.search(r":(?:is|where|matches|any)\(", prelude):
+                    # a part of the list inside :is() may match alone: kept whole if one can
                     selectors = [prelude] if any(keep(s) for s in prelude.split(",")) else []
                 else:
-                    selectors = [s.strip() for s in prelude.split(",") if keep(s)]
+                    selectors = [s.strip() for s in top_level(prelude) if keep(s)]
                 if selectors:
                     kept.append(",".join(selectors) + "{" + tinycss2.serialize(node.content) + "}")
             elif node.type == "at-rule":

@@ -96,13 +96,42 @@ document.fonts.addEventListener("loadingdone", () => markScrollBoxes(laidOut));
 // skipped is laid out block by block: its blocks (paragraphs, cells, equations) each skipped
 // first (.ahv-later), then the section (headings and placeholders: quick), then each block.
 // A section already on the screen is only marked: its blocks are drawn already, and skipping
-// them would move what the reader sees.
+// them would move what the reader sees. What the reader sees stays where it is: a section laid
+// out above it changes from its estimated height to its own, and each slice scrolls by what
+// that moved (the browser's own scroll anchoring missed some: a match of the find bar, a
+// glossary link's target, 10-12,000 px).
 const sections = [...document.querySelectorAll("article.bd-article section section")];
 const later = []; // blocks of the current section, not yet laid out
 const whenIdle = window.requestIdleCallback ?? ((callback) => setTimeout(callback, 20));
 const drawn = (el) => el.checkVisibility?.({ contentVisibilityAuto: true }) ?? true;
+const article = document.querySelector("article.bd-article");
+
+/** The element of the article at the top of the reader's screen (under the sticky headers), and
+ * where it is. */
+function placeOnScreen() {
+  if (!article || scrollY <= 0) return null;
+  const box = article.getBoundingClientRect();
+  const x = box.left + box.width / 3; // inside the column's blocks, clear of its padding
+  for (let y = 8; y < innerHeight / 2; y += 32) {
+    const el = document.elementFromPoint(x, y);
+    // A block's own element, not a section or the article around it (what grows above the
+    // screen inside a section would move the content and not the section's top).
+    if (el && article.contains(el) && !el.matches("section, article")) {
+      return { el, top: el.getBoundingClientRect().top };
+    }
+  }
+  return null;
+}
+function keepPlace(place) {
+  const moved = place ? place.el.getBoundingClientRect().top - place.top : 0;
+  // (instant: the theme's scroll-behavior is smooth, and an animated correction fights the next)
+  if (Math.abs(moved) >= 1) scrollBy({ top: moved, behavior: "instant" });
+}
+
 function layOut() {
+  const place = placeOnScreen();
   const end = performance.now() + 8;
+  let done = false;
   while (performance.now() < end) {
     const block = later.shift();
     if (block) {
@@ -111,7 +140,10 @@ function layOut() {
       continue;
     }
     const section = sections.shift();
-    if (!section) return;
+    if (!section) {
+      done = true;
+      break;
+    }
     const first = section.firstElementChild;
     if (first && !drawn(first)) {
       for (const child of section.children) {
@@ -124,9 +156,45 @@ function layOut() {
     section.dataset.shown = "";
     void section.offsetHeight;
   }
-  whenIdle(layOut, { timeout: 500 });
+  keepPlace(place);
+  if (!done) whenIdle(layOut, { timeout: 500 });
+}
+
+// Reload and Back: the browser would restore the scroll offset, which with sections at their
+// estimated heights points elsewhere (5,000-15,000 px off on 11). The page keeps the reader's
+// place itself: the section at the top of the screen and where it was, saved as the reader
+// scrolls (sessionStorage), scrolled back to when the page is opened again by a reload or Back.
+const PLACE = `ahv-place:${location.pathname}`;
+function restorePlace() {
+  let saved = null;
+  try {
+    saved = JSON.parse(sessionStorage.getItem(PLACE) || "null");
+  } catch {}
+  const section = saved && document.getElementById(saved.id);
+  if (!section) return;
+  section.scrollIntoView({ behavior: "instant" }); // (under the theme's scroll-padding)
+  scrollBy({ top: section.getBoundingClientRect().top - saved.top, behavior: "instant" });
 }
 if (sections.length) {
+  history.scrollRestoration = "manual";
+  let saving = 0;
+  addEventListener("scroll", () => {
+    clearTimeout(saving);
+    saving = setTimeout(() => {
+      const section = placeOnScreen()?.el.closest("article.bd-article section[id]");
+      try {
+        if (section) {
+          sessionStorage.setItem(PLACE, JSON.stringify(
+            { id: section.id, top: section.getBoundingClientRect().top }));
+        } else sessionStorage.removeItem(PLACE);
+      } catch {}
+    }, 150);
+  }, { passive: true });
+  const how = performance.getEntriesByType?.("navigation")[0]?.type;
+  if ((how === "reload" || how === "back_forward") && !location.hash) {
+    restorePlace();
+    addEventListener("load", restorePlace, { once: true }); // again, the page's height settled
+  }
   if (document.readyState === "complete") whenIdle(layOut, { timeout: 1000 });
   else addEventListener("load", () => whenIdle(layOut, { timeout: 1000 }));
 }

@@ -56,3 +56,22 @@
   addEventListener("resize", later);
   later();
 })();
+
+// The phone's menu and outline buttons. Below the theme's 992 px the sidebars open as dialogs,
+// but the theme's script wires only the first button of each kind (document.querySelector), a
+// hidden one in its header; the buttons a phone reader sees, in the article's header, did
+// nothing (pydata-sphinx-theme issue 2451). Below 992 px a click on any of them is the first's.
+(() => {
+  const NARROW = matchMedia("(max-width: 991.98px)");
+  for (const kind of ["primary", "secondary"]) {
+    const [wired, ...others] = document.querySelectorAll(`button.${kind}-toggle`);
+    for (const button of others) {
+      button.addEventListener("click", (e) => {
+        if (!NARROW.matches || !wired) return;
+        e.preventDefault();
+        e.stopImmediatePropagation();
+        wired.click();
+      }, { capture: true });
+    }
+  }
+})();
