@@ -67,7 +67,9 @@ def test_sheet_text_inlines_imports_and_rewrites_urls_from_static(tmp_path):
     (static / "styles" / "theme.css").write_text(
         '@import "../basic.css";\n.x { background: url(../fonts/f.woff2) } '
         '.y { background: url("data:image/png;base64,AA==") } .z { background: url(#m) }')
-    text = build_site.sheet_text(static / "styles" / "theme.css", static)
+    read: set[Path] = set()
+    text = build_site.sheet_text(static / "styles" / "theme.css", static, read)
+    assert read == {(static / "styles" / "theme.css"), (static / "basic.css").resolve()}
     assert "@import" not in text
     assert "url('img/a.png')" in text  # basic.css's url, now read from _static/
     assert "url(fonts/f.woff2)" in text
@@ -178,7 +180,7 @@ def test_drop_theme_tab_stops_takes_out_the_themes_last_step_or_fails(tmp_path):
 
 @needs_katex
 def test_typeset_maths_writes_katex_html_and_mathml_and_links_its_style_sheet(tmp_path):
-    styles = build_site.STYLES + '?v=1" />'
+    styles = build_site.CJK_LINK + '?v=1" />'
     (tmp_path / "a.html").write_text(
         f"<html><head>{styles}</head><body><p>Inline "
         r'<span class="math notranslate nohighlight">\(\alpha_i &lt; 1\)</span></p>'
@@ -197,7 +199,7 @@ def test_typeset_maths_writes_katex_html_and_mathml_and_links_its_style_sheet(tm
 @needs_katex
 def test_typeset_maths_stops_the_build_on_tex_katex_cannot_typeset(tmp_path):
     (tmp_path / "a.html").write_text(
-        f"<head>{build_site.STYLES}\" /></head>"
+        f"<head>{build_site.CJK_LINK}\" /></head>"
         r'<span class="math notranslate nohighlight">\(\notamacro{x}\)</span>')
     with pytest.raises(SystemExit, match="notamacro"):
         build_site.typeset_maths(tmp_path)

@@ -5,8 +5,8 @@ Run by `make site` (after `npm ci` and `pip install -r requirements-site.txt`). 
 1. build/site-src/ gets tools/site/ (conf.py; _static/: site.css, site.js, book.css, book.js,
    pageviews.js, the page views' renderer, search-scorer.js, favicon.svg), KaTeX's style sheet
    and fonts from node_modules/ and each notebook prepared for readers: its widget state
-   merged back (tools/widget_state.py), the Colab badge and Colab cell removed (the theme's launch button
-   links to Colab), solutions tagged ``hide-cell`` and check cells ``hide-input`` (collapsed
+   merged back (tools/widget_state.py), the Colab badge and Colab cell removed (the theme's
+   launch button links to Colab), solutions tagged ``hide-cell`` and check cells ``hide-input`` (collapsed
    until clicked).
 2. The references and glossary pages, and the links to them (tools/site_references.py); the
    landing page (index.ipynb: a live view, the series in order, a picture per notebook) and the
@@ -270,6 +270,11 @@ def font_preloads(page: str, faces: list[tuple[str, set[int]]],
                    f'crossorigin />' for link in links)
 
 
+# The CJK font's style sheet as Sphinx links it: the font preloads (finish_page) and KaTeX's style
+# sheet (typeset_maths) go before it.
+CJK_LINK = '<link rel="stylesheet" type="text/css" href="_static/cjk.css'
+
+
 def finish_page(page: str, name: str, icons: dict, doc_options: str,
                 faces: list[tuple[str, set[int]]], maths: list[tuple[frozenset[str], str]]) -> str:
     """What the theme's templates leave that a reader pays for, fixed in the built page:
@@ -300,9 +305,8 @@ def finish_page(page: str, name: str, icons: dict, doc_options: str,
     head = HEAD_SCRIPT.sub(deferred, head)
     viewports = itertools.count()
     head = VIEWPORT.sub(lambda m: m.group(0) if next(viewports) == 0 else "", head)
-    head = head.replace('<link rel="stylesheet" type="text/css" href="_static/cjk.css',
-                        font_preloads(page, faces, maths).lstrip("\n") + "\n    "
-                        '<link rel="stylesheet" type="text/css" href="_static/cjk.css', 1)
+    head = head.replace(CJK_LINK, font_preloads(page, faces, maths).lstrip("\n") + "\n    "
+                        + CJK_LINK, 1)
     body = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
     page = head + sep + body
     page = re.sub(r'(<button class="btn search-button-field search-button__button[^"]*"[^>]*?)'
@@ -419,7 +423,8 @@ def external_state(page: str, stem: str, views: Path) -> str:
 
 def finish(out: Path) -> None:
     """Every page through finish_page(), external_state() and output_images() (the figures as
-    lossless WebP, webp_images()); the theme's icon script removed (its licence kept); /favicon.ico written."""
+    lossless WebP, webp_images()); the theme's icon script removed (its licence kept);
+    /favicon.ico written; the theme's scroll-box step taken out (drop_theme_tab_stops())."""
     script = out / FA_SCRIPT
     icons = theme_icons(script.read_text(encoding="utf-8"))
     doc_options = (out / "_static" / "documentation_options.js").read_text(encoding="utf-8")
@@ -443,7 +448,6 @@ def finish(out: Path) -> None:
 
 # Each piece of maths as Sphinx writes it (conf.py's "prerendered" renderer: MathJax's markup).
 MATH = re.compile(r'<(span|div) class="math notranslate nohighlight"([^>]*)>(.*?)</\1>', re.S)
-STYLES = '<link rel="stylesheet" type="text/css" href="_static/cjk.css'
 
 
 def typeset_maths(out: Path) -> int:
@@ -454,8 +458,10 @@ def typeset_maths(out: Path) -> int:
     pages, pieces = {}, []
     for page in sorted(out.glob("*.html")):
         text = page.read_text(encoding="utf-8")
-        for m in MATH.finditer(text):
+        found = list(MATH.finditer(text))
+        if found:
             pages[page] = text
+        for m in found:
             tex, display = html.unescape(m.group(3)).strip(), m.group(1) == "div"
             start, end = (r"\[", r"\]") if display else (r"\(", r"\)")
             if not (tex.startswith(start) and tex.endswith(end)):
@@ -471,10 +477,10 @@ def typeset_maths(out: Path) -> int:
     for page, text in pages.items():
         text = MATH.sub(lambda m: f'<{m.group(1)} class="math notranslate nohighlight"'
                                   f'{m.group(2)}>{next(typeset)}</{m.group(1)}>', text)
-        if STYLES not in text:
+        if CJK_LINK not in text:
             sys.exit(f"error: {page.name}: no cjk.css link to put KaTeX's style sheet before")
-        text = text.replace(STYLES, '<link rel="stylesheet" type="text/css" '
-                            'href="_static/katex/katex.css" />\n    ' + STYLES, 1)
+        text = text.replace(CJK_LINK, '<link rel="stylesheet" type="text/css" '
+                            'href="_static/katex/katex.css" />\n    ' + CJK_LINK, 1)
         page.write_text(text, encoding="utf-8")
     return len(pieces)
 
@@ -502,8 +508,8 @@ def trim_rules(css: str, names: set[str]) -> str:
     """``css`` less the rules none of whose selectors can match: a selector is kept if each
     class and id it names is in ``names`` (a word of the pages or scripts) or is one Bootstrap
     builds at run time (BUILT_AT_RUN_TIME); what it names inside :not() need not be there;
-    attributes, elements and other pseudo-classes are not judged. @media, @supports, @layer and @container are trimmed
-    inside; other at-rules (@font-face, @keyframes …) are kept whole. A rule with :is() or
+    attributes, elements and other pseudo-classes are not judged. @media, @supports, @layer and
+    @container are trimmed inside; other at-rules (@font-face, @keyframes …) are kept whole. A rule with :is() or
     :where() in its selectors is kept whole if any part of it can match."""
     import tinycss2
 
@@ -553,9 +559,11 @@ def trim_rules(css: str, names: set[str]) -> str:
                                                    skip_whitespace=True)))
 
 
-def sheet_text(path: Path, static: Path) -> str:
+def sheet_text(path: Path, static: Path, read: set[Path]) -> str:
     """A style sheet as one text for a file in ``static``: its @imports inlined (they resolve
-    from the sheet's folder), its url()s rewritten to resolve from ``static``."""
+    from the sheet's folder), its url()s rewritten to resolve from ``static``. Every file read
+    (the sheet and those it imports) is added to ``read``."""
+    read.add(path)
     folder = path.parent.relative_to(static.resolve()).as_posix()
 
     def url(m: re.Match) -> str:
@@ -573,7 +581,8 @@ def sheet_text(path: Path, static: Path) -> str:
     css = re.sub(r"""@import\s+(?:url\(\s*)?["']([^"')]+)["']\s*\)?[^;]*;""", aside,
                  path.read_text(encoding="utf-8"))
     css = re.sub(r"""url\(\s*(["']?)([^"')]+)\1\s*\)""", url, css)
-    return re.sub(r"\0(\d+)\0", lambda m: sheet_text(imports[int(m.group(1))], static), css)
+    return re.sub(r"\0(\d+)\0", lambda m: sheet_text(imports[int(m.group(1))], static, read),
+                  css)
 
 
 def bundle_styles(out: Path) -> tuple[int, int, int]:
@@ -598,14 +607,11 @@ def bundle_styles(out: Path) -> tuple[int, int, int]:
             continue
         if links not in bundles:
             sheets = [(out / link).resolve() for link in links]
-            css = trim_rules("\n".join(sheet_text(sheet, static) for sheet in sheets), names)
+            css = trim_rules("\n".join(sheet_text(sheet, static, bundled) for sheet in sheets),
+                             names)
             name = f"styles.{hashlib.sha256(css.encode()).hexdigest()[:10]}.css"
             (static / name).write_text(css, encoding="utf-8")
             bundles[links] = name
-            bundled.update(sheets)
-            for sheet in sheets:  # and what they import
-                bundled.update((sheet.parent / m).resolve() for m in re.findall(
-                    r"""@import\s+(?:url\(\s*)?["']([^"')]+)""", sheet.read_text(encoding="utf-8")))
         first = itertools.count()
         head = STYLESHEET.sub(lambda m: f'<link rel="stylesheet" href="_static/{bundles[links]}" />'
                               "\n    " if next(first) == 0 else "", head)

@@ -261,6 +261,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(str(shown))
 
 
+# Every section of a site page laid out: book.css lets the browser skip the sections away from
+# the screen while the page loads (content-visibility), and book.js lays them out once it has
+# loaded (test_site.py, test_site_place.py).
+LAID_OUT = """() => document.readyState === "complete" && !document.querySelector(
+  "article.bd-article section section:not([data-shown]), article.bd-article .ahv-later")"""
+
+
 @pytest.fixture(scope="module")
 def base_url(chromium_path):
     """SITE on 127.0.0.1, a free port, in a thread of this process (test_site.py has its own,

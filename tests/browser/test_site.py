@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS, SUMMARIES, _cannot_run, notebooks_dir  # tests/browser/
+from conftest import ARTIFACTS, LAID_OUT, SUMMARIES, _cannot_run, notebooks_dir  # tests/browser/
 
 from benchmarks.bench_pages import local_only, serve  # 127.0.0.1 only, a free port
 
@@ -55,10 +55,6 @@ RENDERED = f"""() => [...document.querySelectorAll('{PLACEHOLDERS}')].every(
     (s) => s.previousElementSibling?.matches(".widget-subarea:not(:empty)"))
   && [...document.querySelectorAll(".ahv-view")].every(
     (v) => v.querySelector("canvas") && Number(v.dataset.redraws) >= 1)"""
-# Every section laid out: book.css lets the browser skip the sections away from the screen while
-# the page loads (content-visibility), and book.js lays them out once it has loaded.
-LAID_OUT = """() => document.readyState === "complete" && !document.querySelector(
-  "article.bd-article section section:not([data-shown]), article.bd-article .ahv-later")"""
 # The state of the widgets, for a failure message.
 WIDGETS = f"""() => ({{
   placeholders: document.querySelectorAll('{PLACEHOLDERS}').length,

@@ -18,6 +18,7 @@ Builds nothing: with no site/index.html it is skipped (a failure in CI), as test
 from __future__ import annotations
 
 import pytest
+from conftest import LAID_OUT  # tests/browser/
 
 from benchmarks.bench_pages import local_only  # 127.0.0.1 only
 
@@ -27,8 +28,6 @@ PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touc
 DESKTOP = {"viewport": {"width": 1440, "height": 900}}
 WIDTHS = {"phone": PHONE, "desktop": DESKTOP}
 TIMEOUT_MS = 30_000
-LAID_OUT = """() => document.readyState === "complete" && !document.querySelector(
-  "article.bd-article section section:not([data-shown]), article.bd-article .ahv-later")"""
 TOP = "(el) => el.getBoundingClientRect().top"
 HEADER = "() => document.querySelector('.bd-header').getBoundingClientRect().bottom"
 
