@@ -89,6 +89,32 @@ MOVE = """([v, c, moves]) => {
   return out;
 }"""
 
+# A live view's input (helpers/widgets/live): type the last `n` characters of its text again,
+# one keystroke at a time (an input event each; the view parses, runs its model and redraws in
+# the handler). Only keystrokes that leave a valid input are kept: an invalid one only says why.
+TYPE = """([v, n]) => {
+  const root = document.querySelectorAll(".ahv-view")[v];
+  const el = root.querySelector(".ahv-live :is(input, textarea)");
+  if (!el) return [];
+  const ctx = root.querySelector("canvas").getContext("2d");
+  const full = el.value;
+  const out = [];
+  for (let k = Math.max(0, full.length - n); k <= full.length; k++) {
+    el.value = full.slice(0, k);
+    const before = Number(root.dataset.redraws);
+    const t0 = performance.now();
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    const t1 = performance.now();
+    ctx.getImageData(0, 0, 1, 1);
+    const t2 = performance.now();
+    if (!root.querySelector(".ahv-message")?.textContent) {
+      out.push({ ms: t1 - t0, pixels_ms: t2 - t0, redraw_ms: Number(root.dataset.lastRedrawMs),
+                 redrew: Number(root.dataset.redraws) > before });
+    }
+  }
+  return out;
+}"""
+
 
 def move_plan(kind: str, count: int, current: int, n: int) -> list[int]:
     """The value indices to move a control through: ``min(count, n)`` of them, each different
@@ -196,6 +222,7 @@ def time_page(browser, base: str, name: str, n: int) -> tuple[list[dict], list[s
                 plan = move_plan(control["kind"], control["count"], control["index"], n)
                 if plan:
                     view["moves"] += page.evaluate(MOVE, [v, c, plan])
+            view["keys"] = page.evaluate(TYPE, [v, n])
         return views, problems, remote
     finally:
         context.close()
@@ -248,6 +275,8 @@ def run(cfg: Config, *, site: Path = SITE, kernel: dict[str, list[float]] | None
                         continue
                     table.add(**view_row(label, path.stem, view["moves"],
                                          (kernel or {}).get(view["view"])))
+                    if view.get("keys"):  # a live view: the reader's keystrokes
+                        table.add(**view_row(f"{label} (typing)", path.stem, view["keys"]))
                 if not views and not problems:
                     table.add(view="(no page view)", notebook=path.stem, status="n/a")
                 if problems:
@@ -260,7 +289,10 @@ def run(cfg: Config, *, site: Path = SITE, kernel: dict[str, list[float]] | None
                "is 0.1 ms; redraw: view.js's own time for the redraw (data-last-redraw-ms); "
                "+pixels: the move plus a one-pixel read back, which makes Chromium rasterise "
                "what the move drew; kernel: the median kernel-side round trip of the same view "
-               "before page views (sliders section, +png), when it ran in this invocation.")
+               "before page views (sliders section, +png), when it ran in this invocation. "
+               "(typing): a live view's input typed again one character at a time, the "
+               "keystrokes that leave a valid input (parse, the model's forward pass in the "
+               "page, the picture).")
     if blocked:
         table.note(f"{len(blocked)} requests to other hosts were aborted, e.g. {blocked[0]}")
     return [table]

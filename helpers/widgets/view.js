@@ -312,19 +312,42 @@ async function render({ model, el }) {
     const { scene, canvas, ctx, states, current } = view;
     resize();
     const { k } = view;
-    ctx.setTransform(k, 0, 0, k, 0, 0);
+    // White over every device pixel (a figure scaled to a fractional height leaves a partly
+    // covered last row, which blended with the previous redraw's when filled in figure px).
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.fillStyle = "#ffffff";
-    ctx.fillRect(0, 0, scene.width, scene.height);
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    ctx.setTransform(k, 0, 0, k, 0, 0);
     const titles = [];
     const drawAll = (op) => (op.kind === "d" ? titles.push(op) : draw(ctx, op));
+    if (view.live) liveCompute();
     for (const item of view.frame) {
-      if (item.slot === undefined) drawAll(item);
+      if (item.live !== undefined) view.live.ops?.get(item.live)?.forEach(drawAll);
+      else if (item.slot === undefined) drawAll(item);
       else states[stateIndex(scene.slots[item.slot], scene.controls, current)].forEach(drawAll);
     }
     const label = describe(titles, scene.controls, current, scene.title);
     if (canvas.getAttribute("aria-label") !== label) canvas.setAttribute("aria-label", label);
     root.dataset.redraws = String(++redraws);
     root.dataset.lastRedrawMs = (performance.now() - t0).toFixed(3); // how long this redraw took
+  }
+
+  /** A live view (helpers/widgets/live/runtime.js): the input under the controls' values →
+   * the parts' ops; a bad input keeps the last picture and says why; an engine that fails says
+   * so in the page (and the console) instead of drawing something else. */
+  function liveCompute() {
+    const { live, scene, current } = view;
+    try {
+      if (live.compute(liveControls(scene, current)) && live.text !== model.get("text")) {
+        model.set("text", live.text);
+        try {
+          model.save_changes();
+        } catch {}
+      }
+    } catch (e) {
+      live.message.textContent = `This view could not compute its picture: ${e?.message ?? e}`;
+      console.error(e);
+    }
   }
 
   // Show the current index in every input (setting .value fires no event).
@@ -349,10 +372,15 @@ async function render({ model, el }) {
       scene, canvas, box, controls, ctx: canvas.getContext("2d", { alpha: false }), scale: 0, k: 0,
       minText: smallestText(scene),
       // Every op prepared now, so a move only looks up ({slot} markers stay as they are).
-      frame: scene.frame.map((item) => ("slot" in item ? item : prepare(item))),
+      frame: scene.frame.map((item) => ("slot" in item || "live" in item ? item : prepare(item))),
       states: scene.states.map((ops) => ops.map(prepare)),
       current: scene.controls.map((_, i) => valueAt(scene.controls, model.get("index"), i)),
+      live: null,
     };
+    if (scene.live) {
+      if (typeof liveBuild !== "function") throw new Error("a live view needs the live runtime");
+      view.live = liveBuild(scene, model, uid, dom.signal, () => redraw(), canvas);
+    }
     controls.forEach((ctl, i) => {
       grid.append(...ctl.row);
       ctl.input.addEventListener(ctl.event, () => {
@@ -375,7 +403,8 @@ async function render({ model, el }) {
     root.dataset.minWidth = String(scene.width * fitScale(scene.width, 1e-9, view.minText));
     delete root.dataset.overflow;
     root.removeAttribute("aria-label"); // the canvas says what the figure shows
-    root.replaceChildren(...(controls.length ? [grid] : []), box, cue);
+    root.replaceChildren(...(controls.length ? [grid] : []), ...(view.live?.elements ?? []), box,
+                         cue, ...(view.live?.after ?? []));
     showIndex();
     redraw();
     markOverflow();
@@ -437,6 +466,14 @@ async function render({ model, el }) {
     redraw();
   };
   const onScene = () => void load();
+  // Python set a live view's input (view.set_text): show it and draw it.
+  const onText = () => {
+    const text = model.get("text");
+    if (!view?.live || typeof text !== "string" || text === view.live.input.value) return;
+    view.live.input.value = text;
+    redraw();
+  };
+  model.on("change:text", onText);
   model.on("change:index", onIndex);
   model.on("change:scene", onScene);
   await load();
@@ -446,6 +483,7 @@ async function render({ model, el }) {
     resized?.disconnect();
     model.off("change:index", onIndex);
     model.off("change:scene", onScene);
+    model.off("change:text", onText);
   };
 }
 

@@ -30,6 +30,7 @@ The kernel is shut down after each notebook.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import os
@@ -78,7 +79,7 @@ KERNEL_QUERY = (
     "__import__('base64').b64encode(__import__('json').dumps({"
     "k: [list(w.index), w.text_summary()] "
     "for k, w in list(__import__('ipywidgets').widgets.widget._instances.items()) "
-    "if any(c.__name__ == 'PageView' for c in type(w).__mro__)}).encode()).decode()"
+    "if any(c.__name__ in ('PageView', 'LiveView') for c in type(w).__mro__)}).encode()).decode()"
 )
 
 
@@ -372,6 +373,42 @@ def _move_every_control(page, name: str, moves: list[dict]) -> int:
     return moved
 
 
+def _type_in_every_live_view(page, name: str, moves: list[dict]) -> int:
+    """In each live view (helpers/widgets/live), type a new valid input (the view's module
+    draws one at random) and then a bad one: the first redraws the canvas in the page, with no
+    kernel round trip, and the kernel's view then holds it; the second says why in the page
+    and leaves the canvas as it was. Returns the number of live views."""
+    views = page.locator(".jp-Notebook .ahv-view:has(.ahv-live)")
+    for v in range(views.count()):
+        view = views.nth(v)
+        field = view.locator(".ahv-live :is(input, textarea)")
+        kind = field.get_attribute("data-live")
+        text = importlib.import_module(f"helpers.widgets.live.{kind}").random_texts(1, seed=11)[0]
+        model_id = view.evaluate("el => window.__attn.modelIdOf(el)")
+        before = view.evaluate("el => window.__attn.viewState(el)")
+        t0 = time.monotonic()
+        field.fill(text)
+        page.wait_for_function("([el, n]) => Number(el.dataset.redraws) > n",
+                               arg=[view.element_handle(), before["redraws"]],
+                               timeout=REDRAW_TIMEOUT_MS)
+        after = view.evaluate("el => window.__attn.viewState(el)")
+        assert after["pixels"] != before["pixels"], f"{name}: typing in the {kind} view left its canvas"
+        assert view.locator(".ahv-message").text_content() == "", (
+            f"{name}: the {kind} view refused {text!r}: {view.locator('.ahv-message').text_content()}")
+        deadline = time.monotonic() + UPDATE_TIMEOUT_MS / 1000
+        while repr(text) not in _kernel_views(page, name)[model_id][1]:
+            assert time.monotonic() < deadline, f"{name}: the kernel's {kind} view did not get {text!r}"
+            time.sleep(0.1)
+        moves.append({"redraw_ms": after["ms"], "sync_ms": (time.monotonic() - t0) * 1000})
+        field.fill("\u2603")  # a snowman: no live view takes it
+        page.wait_for_function("el => el.querySelector('.ahv-message').textContent !== ''",
+                               arg=view.element_handle(), timeout=REDRAW_TIMEOUT_MS)
+        assert view.evaluate("el => window.__attn.viewState(el)")["pixels"] == after["pixels"], (
+            f"{name}: a bad input changed the {kind} view's canvas")
+        assert field.get_attribute("aria-invalid") == "true"
+    return views.count()
+
+
 def _percentile(values: list[float], p: float) -> float:
     """Nearest-rank percentile."""
     ordered = sorted(values)
@@ -472,6 +509,7 @@ def test_notebook_runs_and_every_control_moves_its_view(
         moves: list[dict] = []
         n_controls = _move_every_control(page, notebook, moves)
         assert n_controls >= 1, f"{notebook}: its page views have no controls to move"
+        n_live = _type_in_every_live_view(page, notebook, moves)
         _wait_kernel_idle(page, UPDATE_TIMEOUT_MS)
         _assert_no_errors(page, notebook, "after moving the controls")
         _assert_widgets_rendered(page, notebook)
@@ -491,7 +529,7 @@ def test_notebook_runs_and_every_control_moves_its_view(
         report(
             f"{notebook}: opened in {load_s:.1f} s, {n_code} code cells ran in {run_s:.1f} s; "
             f"{found} page views, {n_controls} controls each redrew their view and the kernel "
-            f"followed; redraw median {statistics.median(redraw):.2f} ms, "
+            f"followed; {n_live} live views took typed input; redraw median {statistics.median(redraw):.2f} ms, "
             f"p90 {_percentile(redraw, 90):.2f} ms, max {max(redraw):.2f} ms; kernel sync "
             f"median {statistics.median(sync):.0f} ms; {time.monotonic() - start:.1f} s in all"
         )
