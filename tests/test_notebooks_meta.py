@@ -57,12 +57,8 @@ def _view_modules() -> set[str]:
 
     from helpers.widgets.live import KINDS, module_source
 
-    live = set()
-    for kind in KINDS:
-        try:
-            live.add(module_source(importlib.import_module(f"helpers.widgets.live.{kind}").JS))
-        except (ModuleNotFoundError, FileNotFoundError):  # TEMPORARY while views are written
-            continue
+    live = {module_source(importlib.import_module(f"helpers.widgets.live.{kind}").JS)
+            for kind in KINDS}
     return {VIEW_JS} | live
 
 
