@@ -128,6 +128,17 @@ def serve_live(root: Path, files: list[str]):
         yield url
 
 
+def live_page(browser, tmp_path_factory, files: list[str]):
+    """A module-scoped fixture's body: the harness page of ``files`` (a view's JS), closed
+    after the module's tests."""
+    for base in serve_live(tmp_path_factory.mktemp("live"), files):
+        page = LiveHarness(browser, base)
+        try:
+            yield page
+        finally:
+            page.context.close()
+
+
 def flat(value) -> list[float]:
     """Every number of a (nested) result, in order."""
     if isinstance(value, dict):

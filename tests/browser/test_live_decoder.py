@@ -7,7 +7,8 @@ Configurations: (a) notebook 08's model (``induction.make_model``, trained as th
 trains it), (b) a DecoderLM with a learnt sink logit per head, (c) DecoderLMs with a sliding
 window (one for every layer, and one per layer), and the cache policies of notebook 11 (a window
 that evicts the first token, a sink kept beside it, RoPE positions in the cache) on a DecoderLM
-and on TinyDecoders. The page is about:blank with decoder.js as a script: no server, no network.
+and on TinyDecoders. The page is about:blank with runtime.js and decoder.js as a script: no server,
+no network.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from helpers.widgets.live.decoder import export_decoder, reference
 pytestmark = pytest.mark.browser
 
 DECODER_JS = Path(__file__).resolve().parents[2] / "helpers" / "widgets" / "live" / "decoder.js"
+RUNTIME_JS = DECODER_JS.with_name("runtime.js")
 RTOL, ATOL = 1e-5, 1e-6
 # The float32 model's logits are themselves off from the same model in float64 by up to 9.2e-6
 # (measured: the trained 08 model, 100 sequences of 16 tokens; its weights by up to 1.1e-6,
@@ -60,7 +62,8 @@ def page(browser):
     pg.route("**/*", lambda route: route.abort())  # nothing leaves the page
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.add_script_tag(content=DECODER_JS.read_text(encoding="utf-8") + REVIVE)
+    pg.add_script_tag(content=RUNTIME_JS.read_text(encoding="utf-8")  # liveLinear
+                      + DECODER_JS.read_text(encoding="utf-8") + REVIVE)
     assert not errors, errors
     try:
         yield pg

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from helpers.widgets.live import dates
-from tests.browser.live_harness import (LiveHarness, assert_close, pixel_verdict, save_failure,
-                                        serve_live, to_json)
+from tests.browser.live_harness import (assert_close, live_page, pixel_verdict, save_failure,
+                                        to_json)
 
 pytestmark = pytest.mark.browser
 
@@ -37,12 +37,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
-    for base in serve_live(tmp_path_factory.mktemp("live_dates"), dates.JS):
-        h = LiveHarness(browser, base)
-        try:
-            yield h
-        finally:
-            h.context.close()
+    yield from live_page(browser, tmp_path_factory, dates.JS)
 
 
 def texts() -> list[str]:

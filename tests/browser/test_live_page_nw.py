@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from helpers.widgets.live import nw
-from tests.browser.live_harness import (LiveHarness, assert_close, pixel_verdict, save_failure,
-                                        serve_live, to_json)
+from tests.browser.live_harness import (assert_close, live_page, pixel_verdict, save_failure,
+                                        to_json)
 
 pytestmark = pytest.mark.browser
 
@@ -19,12 +19,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
-    for base in serve_live(tmp_path_factory.mktemp("live_nw"), nw.JS):
-        h = LiveHarness(browser, base)
-        try:
-            yield h
-        finally:
-            h.context.close()
+    yield from live_page(browser, tmp_path_factory, nw.JS)
 
 
 def test_forward_equals_pytorch_on_random_inputs(page, model, report):

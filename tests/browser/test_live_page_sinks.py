@@ -9,8 +9,8 @@ import pytest
 
 import helpers as h
 from helpers.widgets.live import sinks
-from tests.browser.live_harness import (LiveHarness, assert_close, flat, pixel_verdict,
-                                        save_failure, serve_live, to_json)
+from tests.browser.live_harness import (assert_close, flat, live_page, pixel_verdict, save_failure,
+                                        to_json)
 
 pytestmark = pytest.mark.browser
 
@@ -31,12 +31,7 @@ def themed():
 
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
-    for base in serve_live(tmp_path_factory.mktemp("live_sinks"), sinks.JS):
-        h = LiveHarness(browser, base)
-        try:
-            yield h
-        finally:
-            h.context.close()
+    yield from live_page(browser, tmp_path_factory, sinks.JS)
 
 
 def test_forward_equals_pytorch_on_random_inputs(page, models, report):

@@ -10,19 +10,14 @@ from matplotlib import colormaps
 from matplotlib.colors import Normalize, PowerNorm
 
 from helpers.widgets.live import nw, tensor_json
-from tests.browser.live_harness import LiveHarness, serve_live
+from tests.browser.live_harness import live_page
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
-    for base in serve_live(tmp_path_factory.mktemp("live_runtime"), nw.JS):
-        h = LiveHarness(browser, base)
-        try:
-            yield h
-        finally:
-            h.context.close()
+    yield from live_page(browser, tmp_path_factory, nw.JS)
 
 
 def _values() -> np.ndarray:

@@ -69,25 +69,13 @@ function dates_read(tokens, model) {
   return [`${String(y).padStart(4, "0")}-${pad(month)}-${pad(d)}`, note];
 }
 
-/** W x (+ b): W {shape: [out, in]}, x of length in, b {shape: [out]} or undefined. */
-function dates_linear(W, x, b) {
-  const [out, inn] = W.shape, w = W.data;
-  const y = new Float64Array(out);
-  for (let o = 0; o < out; o++) {
-    let s = 0;
-    const row = o * inn;
-    for (let i = 0; i < inn; i++) s += w[row + i] * x[i];
-    y[o] = b ? s + b.data[o] : s;
-  }
-  return y;
-}
 
 const dates_sigmoid = (x) => 1 / (1 + Math.exp(-x));
 
 /** One GRU step (torch.nn.GRU / GRUCell): input x, state h → the new state. */
 function dates_gru(x, h, w_ih, w_hh, b_ih, b_hh) {
   const N = h.length;
-  const gi = dates_linear(w_ih, x, b_ih), gh = dates_linear(w_hh, h, b_hh); // (3N,) r, z, n
+  const gi = liveLinear(w_ih, x, b_ih), gh = liveLinear(w_hh, h, b_hh); // (3N,) r, z, n
   const out = new Float64Array(N);
   for (let i = 0; i < N; i++) {
     const r = dates_sigmoid(gi[i] + gh[i]);
@@ -133,7 +121,7 @@ function dates_encode(W, ids) {
   const fwd = run("", ahead), bwd = run("_reverse", ahead.slice().reverse());
   const outputs = fwd.map((f, t) => Float64Array.from([...f, ...bwd[t]])); // (T, 2N)
   const last = Float64Array.from([...fwd[T - 1], ...bwd[0]]);
-  const state = dates_linear(W["encoder.init_state.weight"], last, W["encoder.init_state.bias"])
+  const state = liveLinear(W["encoder.init_state.weight"], last, W["encoder.init_state.bias"])
     .map(Math.tanh); // (N,)
   return { outputs, state };
 }
@@ -177,13 +165,13 @@ const LIVE_ENGINE = {
   forward(model, input) {
     const W = model.weights;
     const { outputs, state: s0 } = dates_encode(W, input.ids);
-    const keys = outputs.map((h) => dates_linear(W["decoder.attention.W_k.weight"], h)); // (T, N)
+    const keys = outputs.map((h) => liveLinear(W["decoder.attention.W_k.weight"], h)); // (T, N)
     const w_v = W["decoder.attention.w_v.weight"].data; // (1, N)
     const itos = model.tgt_itos;
     let state = s0, token = itos.indexOf("<bos>");
     const weights = [], logits = [], probs = [], ids = [];
     for (let t = 0; t < model.max_steps; t++) {
-      const q = dates_linear(W["decoder.attention.W_q.weight"], state); // (N,)
+      const q = liveLinear(W["decoder.attention.W_q.weight"], state); // (N,)
       const scores = keys.map((k) => {
         let s = 0;
         for (let i = 0; i < q.length; i++) s += w_v[i] * Math.tanh(q[i] + k[i]);
@@ -197,7 +185,7 @@ const LIVE_ENGINE = {
       const x = Float64Array.from([...dates_row(W["decoder.embedding.weight"], token), ...context]);
       state = dates_gru(x, state, W["decoder.cell.weight_ih"], W["decoder.cell.weight_hh"],
                         W["decoder.cell.bias_ih"], W["decoder.cell.bias_hh"]);
-      const out = dates_linear(W["decoder.dense.weight"], Float64Array.from([...state, ...context]),
+      const out = liveLinear(W["decoder.dense.weight"], Float64Array.from([...state, ...context]),
                                W["decoder.dense.bias"]); // (C,)
       token = 0;
       for (let c = 1; c < out.length; c++) if (out[c] > out[token]) token = c;

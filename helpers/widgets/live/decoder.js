@@ -37,17 +37,7 @@ const DECODER_ACTIVATIONS = {
 
 /** x W^T + b for each row of X: W {shape: [out, in]}, b {shape: [out]} or null. */
 function decoder_linear(X, W, b) {
-  const [out, inn] = W.shape, w = W.data;
-  return X.map((x) => {
-    const y = new Float64Array(out);
-    for (let o = 0; o < out; o++) {
-      let s = 0;
-      const row = o * inn;
-      for (let i = 0; i < inn; i++) s += w[row + i] * x[i];
-      y[o] = b ? s + b.data[o] : s;
-    }
-    return y;
-  });
+  return X.map((x) => liveLinear(W, x, b));
 }
 
 /** nn.LayerNorm over each row: (x − mean)/√(var + eps)·γ + β, var biased. */

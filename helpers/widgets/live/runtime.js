@@ -29,6 +29,21 @@ function liveTensors(value) {
   return value;
 }
 
+/** W x (+ b), in float64: W {shape: [out, in], data} (row-major, as torch's Linear weight),
+ * x of length in, b {shape: [out], data} or null/undefined. The engines' dense layer. */
+function liveLinear(W, x, b) {
+  const [out, inn] = W.shape;
+  const w = W.data;
+  const y = new Float64Array(out);
+  for (let o = 0; o < out; o++) {
+    let s = 0;
+    const row = o * inn;
+    for (let i = 0; i < inn; i++) s += w[row + i] * x[i];
+    y[o] = b ? s + b.data[o] : s;
+  }
+  return y;
+}
+
 /** Matplotlib's colour of `v` under a layout's norm and colour table (Colormap.__call__). */
 function liveColourIndex(v, layout) {
   const { norm } = layout;
