@@ -38,24 +38,13 @@ TARGET_MEDIAN_S = 0.016
 TARGET_P90_S = 0.050
 
 PLACEHOLDERS = 'script[type="application/vnd.jupyter.widget-view+json"]'
-# Every page view the saved widget state displays (anywidget models, also inside boxes) is on
-# the page and drawn once, or shows its error. Counted from the state, since anywidget renders
-# asynchronously: a rendered widget area may not hold its .ahv-view yet.
-RENDERED = f"""() => {{
-  const saved = document.querySelectorAll('script[type="application/vnd.jupyter.widget-state+json"]');
-  const state = Object.assign({{}}, ...[...saved].map((s) => JSON.parse(s.textContent).state));
-  const count = (id) => {{
-    const m = state[String(id).replace("IPY_MODEL_", "")];
-    if (!m) return 0;
-    if (m.model_module === "anywidget" || m.state?._esm !== undefined) return 1;
-    return (m.state?.children || []).reduce((n, c) => n + count(c), 0);
-  }};
-  const expected = [...document.querySelectorAll('{PLACEHOLDERS}')]
-    .reduce((n, s) => n + count(JSON.parse(s.textContent).model_id), 0);
-  const views = [...document.querySelectorAll(".ahv-view")];
-  return views.length >= expected && views.every(
-    (v) => Number(v.dataset.redraws) >= 1 || v.querySelector(".ahv-error"));
-}}"""
+# Every view placeholder of the page has its rendered area before it (the site's loader,
+# pageviews.js, fetches the saved state and renders each view there), and every page view is
+# drawn once or shows its error.
+RENDERED = f"""() => [...document.querySelectorAll('{PLACEHOLDERS}')].every(
+    (s) => s.previousElementSibling?.matches(".widget-subarea:not(:empty)"))
+  && [...document.querySelectorAll(".ahv-view")].every(
+    (v) => Number(v.dataset.redraws) >= 1 || v.querySelector(".ahv-error"))"""
 # The views on the page and their controls: kind, number of values, current index.
 VIEWS = """() => [...document.querySelectorAll(".ahv-view")].map((v) => ({
   view: v.dataset.view || "(untitled)",
