@@ -122,8 +122,8 @@ def test_draw_marks_every_input_dependent_part(run):
     assert marked == {f"live:{n}" for n in PARTS}
     texts = {t.get_gid(): t.get_text() for t in fig.texts if t.get_gid()}
     assert texts["live:prediction"].startswith("Next letter after the last one (N): F 1.00")
-    assert texts["live:copy"] == ("N came before at position 9, followed by F: the letter an "
-                                  "induction head reads there, and copies.")
+    assert texts["live:copy"] == ("N came before at position 9 (counting from 0), followed by F: "
+                                  "the letter an induction head reads there, and copies.")
     scene = live_scene(fig)
     assert set(scene["layouts"]) == PARTS
     assert scene["width"] == 900 and scene["height"] == 440
@@ -156,3 +156,12 @@ def test_the_view_refuses_another_model():
         iv.live_view(DecoderLM(16, 8, 2, 1, max_len=32))
     with pytest.raises(ValueError, match="must be notebook 08's DecoderLM"):
         iv.export(torch.nn.Linear(2, 2))
+
+
+def test_abcab_goes_either_way_across_seeds_as_the_notebook_says():
+    """Notebook 08's cell before the view: on ABCAB (positions the loss never scored) the model
+    of seed 0 says A, those of seeds 1-3 say C."""
+    tokens = iv.parse("ABCAB")
+    said = [iv.LETTERS[int(iv.forward(iv.demo_model(seed), tokens)["probs"].argmax())]
+            for seed in range(4)]
+    assert said == ["A", "C", "C", "C"]

@@ -56,3 +56,14 @@ def test_live_view_refuses_a_per_key_model():
     per_key = NWKernelRegression(torch.arange(3.0), torch.zeros(3), per_key=True)
     with pytest.raises(ValueError, match=r"per_key=False\), got w of shape \(3,\)"):
         nw.live_view(per_key)
+
+
+def test_the_trained_w_makes_a_staircase_as_the_notebook_says():
+    """Notebook 02's cell before the view: on the default 20 points, the trained w (≈ 6.9)
+    gives 94 of the 100 grid queries over 0.9 of their weight on one point; w = 1 gives none."""
+    trained = nw.demo_model()
+    assert round(float(trained.w.detach()[0]), 1) == 6.9
+    parsed = nw.parse(nw.DEFAULT_TEXT)
+    sharp = nw.forward(trained, parsed, w=nw.W_CHOICES[1])["weights"].max(axis=1)
+    smooth = nw.forward(trained, parsed, w=nw.W_CHOICES[0])["weights"].max(axis=1)
+    assert int((sharp > 0.9).sum()) == 94 and int((smooth > 0.9).sum()) == 0

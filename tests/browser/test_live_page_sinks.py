@@ -98,7 +98,7 @@ def test_typing_and_evicting_redraw_and_a_bad_input_keeps_the_last_picture(page,
     assert evicted["summary"].startswith("Softmax model, R = 4, BOS evicted:"), evicted
     assert (page.pixels(evicted["size"]) != after).any(), "evicting BOS changed nothing drawn"
     bad = page.type("11 10 BOS")
-    assert "BOS can only come first" in bad["message"] and bad["invalid"] == "true"
+    assert "BOS only once, first" in bad["message"] and bad["invalid"] == "true"
     assert (page.pixels(bad["size"]) == page.pixels(evicted["size"])).all()
     assert bad["text"] == text  # the last valid input stays the model's
     page.assert_clean()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,6 +54,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
+from .._common import check_figure
 from .._record import Recorder, described_titles, titles, unsampled_images
 from ..page import (SCENE_VERSION, Control, control_from_widget, describe_state, encode_scene,
                     figure_parts, scene_json)
@@ -74,6 +76,13 @@ class LiveFrameChanged(ValueError):
 def tensor_json(t: torch.Tensor | np.ndarray) -> dict:
     """A tensor as the page receives it: its shape and its float32 values, little-endian,
     row-major, base64 (exact: the page computes from the very float32 weights)."""
+    if not isinstance(t, (torch.Tensor, np.ndarray)):
+        raise ValueError(f"t must be a torch.Tensor or a NumPy array, got {type(t).__name__}")
+    if isinstance(t, torch.Tensor) and t.device.type == "meta":
+        raise ValueError("t must hold numbers (a tensor on a real device), got a 'meta' tensor")
+    if (t.dtype.is_complex if isinstance(t, torch.Tensor) else t.dtype.kind not in "biuf"):
+        raise ValueError(f"t must hold real numbers (bool, integer or floating), got dtype "
+                         f"{t.dtype}")
     if isinstance(t, torch.Tensor):
         t = t.detach().to("cpu", torch.float32).contiguous().numpy()
     a = np.ascontiguousarray(t, dtype="<f4")
@@ -98,7 +107,13 @@ def mark_ticks(axis: Axis, name: str, vocabulary: Sequence[str]) -> Axis:
     matplotlib moves it with the widest tick label, which the page does not)."""
     if not isinstance(axis, Axis):
         raise ValueError(f"axis must be a matplotlib Axis, got {type(axis).__name__}")
-    vocabulary = list(vocabulary)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty str, got {name!r}")
+    try:
+        vocabulary = list(vocabulary)
+    except TypeError:  # not iterable
+        raise ValueError(f"vocabulary must be a non-empty list of str, got "
+                         f"{type(vocabulary).__name__}") from None
     if not vocabulary or not all(isinstance(s, str) for s in vocabulary):
         raise ValueError(f"vocabulary must be a non-empty list of str, got {vocabulary[:5]!r}")
     axis.set_gid(GID + name)
@@ -273,6 +288,7 @@ def _frame(fig: Figure) -> list:
 
 def live_scene(fig: Figure) -> dict:
     """The scene of a live figure drawn for some input: its frame and its parts' layouts."""
+    check_figure("fig", fig)
     fig.draw_without_rendering()  # ticks and texts laid out
     rank = {id(text): r for text, r in titles(fig)}
     parts = _live_parts(fig)
@@ -289,6 +305,13 @@ def live_scene(fig: Figure) -> dict:
 def verify_frame(frame: list, other: Figure, what: str) -> None:
     """Raise ``LiveFrameChanged`` unless ``other`` (the figure drawn for another input) has
     the same frame: every part not marked live must not depend on the input."""
+    if not isinstance(frame, list):
+        raise ValueError(f"frame must be a list (live_scene(fig)['frame']), got "
+                         f"{type(frame).__name__}")
+    check_figure("other", other)
+    if not isinstance(what, str):
+        raise ValueError(f"what must be a str (it names the view in the message), got "
+                         f"{type(what).__name__}")
     again = live_scene(other)["frame"]
     if again == frame:
         return
@@ -302,6 +325,11 @@ def verify_frame(frame: list, other: Figure, what: str) -> None:
 
 def module_source(files: Sequence[str]) -> str:
     """The ES module of a live view: view.js, runtime.js, then ``files`` (under live/)."""
+    names = sorted(p.name for p in HERE.glob("*.js"))
+    if (not isinstance(files, (list, tuple))
+            or not all(isinstance(f, str) and f in names for f in files)):
+        raise ValueError(f"files must be a list of the live JS files' names {names}, got "
+                         f"{files!r:.80}")
     parts = [VIEW_JS, RUNTIME_JS, *(HERE / f for f in files)]
     return "\n".join(p.read_text(encoding="utf-8") for p in parts)
 
@@ -315,6 +343,33 @@ def _widget_class(files: tuple[str, ...]) -> type:
         _classes[files] = type(f"LiveView_{'_'.join(Path(f).stem for f in files)}",
                                (LiveView,), {"_esm": module_source(files)})
     return _classes[files]
+
+
+def _check_module(module: object) -> None:
+    """Raise unless ``module`` is a live view module (CONTRACT.md)."""
+    missing = [attr for attr in ("KIND", "JS", "ACCEPTED", "export", "parse", "draw")
+               if not hasattr(module, attr)]
+    if not isinstance(module, ModuleType) or missing:
+        got = (f"{module.__name__} without {', '.join(missing)}" if isinstance(module, ModuleType)
+               else type(module).__name__)
+        raise ValueError(f"module must be a live view module (CONTRACT.md: KIND, JS, ACCEPTED, "
+                         f"export, parse, draw), got {got}")
+
+
+def _check_controls(module: ModuleType, controls: object) -> None:
+    """Raise unless ``controls`` is a dict of name -> ipywidgets control, each name one that
+    the module's ``draw`` takes (a draw with ``**controls`` judges the names itself)."""
+    if not isinstance(controls, dict) or not all(
+            isinstance(n, str) and isinstance(w, widgets.Widget) for n, w in controls.items()):
+        raise ValueError(f"controls must be a dict of name -> ipywidgets control, got "
+                         f"{controls!r:.80}")
+    params = inspect.signature(module.draw).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        names = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n != "fig"]
+        unknown = sorted(set(controls) - set(names))
+        if unknown:
+            raise ValueError(f"controls must be named after {module.__name__}.draw's "
+                             f"controls {names}, got {unknown}")
 
 
 class LiveView(anywidget.AnyWidget):
@@ -335,17 +390,16 @@ class LiveView(anywidget.AnyWidget):
            controls: dict[str, widgets.Widget] | None = None) -> "LiveView":
         if isinstance(module, str):
             module = importlib.import_module(f"{__name__}.{module}")
-        for attr in ("KIND", "JS", "ACCEPTED", "export", "parse", "draw"):
-            if not hasattr(module, attr):
-                raise ValueError(f"module must be a live view module (CONTRACT.md), "
-                                 f"{module.__name__} has no {attr}")
+        _check_module(module)
         view = _widget_class(tuple(module.JS))(module, model, text, controls or {})
         return view
 
     def __init__(self, module: ModuleType, model: object, text: str,
                  controls: dict[str, widgets.Widget]):
+        _check_module(module)
         if not isinstance(text, str):
             raise ValueError(f"text must be a str, got {type(text).__name__}")
+        _check_controls(module, controls)
         super().__init__()
         self._module = module
         self._widgets = dict(controls)

@@ -40,8 +40,8 @@ from .._common import check_figure, start_figure
 from . import LiveView, mark, mark_ticks, tensor_json
 
 __all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "MAX_TOKENS", "MAX_STEPS", "YEARS",
-           "export", "parse", "read_date", "forward", "draw", "random_texts", "BAD_INPUTS",
-           "live_view", "demo_model"]
+           "BAD_INPUTS", "live_view", "parse", "forward", "draw", "export"]
+# (demo_model, random_texts, read_date: the tests' and the view's, not the series' API)
 
 KIND = "dates"
 JS = ["dates.js"]
@@ -155,6 +155,23 @@ def _check_model(model: object) -> Seq2Seq:
     return model
 
 
+def _check_parsed(parsed: object) -> dict:
+    """Raise unless ``parsed`` is what ``parse`` returns: its keys, 1 … MAX_TOKENS source
+    tokens."""
+    tokens = parsed.get("tokens") if isinstance(parsed, dict) else None
+    ok = (isinstance(parsed, dict) and set(parsed) == {"text", "tokens", "ids", "target", "note"}
+          and isinstance(parsed["text"], str) and isinstance(tokens, list)
+          and 1 <= len(tokens) <= MAX_TOKENS
+          and all(isinstance(t, str) and t in SRC_VOCAB.stoi and t != SRC_VOCAB.itos[0]
+                  for t in tokens)
+          and (parsed["target"] is None or isinstance(parsed["target"], str))
+          and isinstance(parsed["note"], str))
+    if not ok:
+        raise ValueError(f"parsed must be parse()'s dict {{'text', 'tokens', 'ids', 'target', "
+                         f"'note'}} (1 … {MAX_TOKENS} source tokens), got {parsed!r:.80}")
+    return parsed
+
+
 def export(model: Seq2Seq) -> dict:
     """The model as the page reads it: every weight of ``model.state_dict()`` by its name
     (float32, ``tensor_json``), the vocabularies and the view's limits. The model is not changed."""
@@ -178,6 +195,7 @@ def forward(model: Seq2Seq, parsed: dict) -> dict:
     lines of the figure's title (``title``, ``verdict``).
     """
     _check_model(model)
+    _check_parsed(parsed)
     device = next(model.parameters()).device
     src, lens = encode_sources([" ".join(parsed["tokens"])], device)  # (1, T), (1,)
     was_training = model.training

@@ -12,6 +12,7 @@ attention are refused.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,7 +25,7 @@ from ...streaming import TinyDecoder
 from ...transformer import DecoderLM
 from . import tensor_json
 
-__all__ = ["export_decoder", "reference", "check_policy", "kept_weights"]
+__all__ = ["export_decoder", "reference"]  # (check_policy, kept_weights: its own)
 
 POSITIONS = ("sinusoidal", "rope", "none")
 ROPE_POSITIONS = ("original", "cache")
@@ -142,6 +143,16 @@ def check_policy(cache: dict | None) -> dict | None:
     return policy
 
 
+def _check_tokens(tokens: object) -> list[int]:
+    """Raise unless ``tokens`` is a non-empty list (or tuple) of ints (the model judges their
+    range and length)."""
+    if (not isinstance(tokens, (list, tuple)) or not tokens
+            or not all(isinstance(t, numbers.Integral) and not isinstance(t, (bool, np.bool_))
+                       for t in tokens)):
+        raise ValueError(f"tokens must be a non-empty list of int token ids, got {tokens!r:.80}")
+    return [int(t) for t in tokens]
+
+
 @contextmanager
 def kept_weights(model: DecoderLM | TinyDecoder) -> Iterator[None]:
     """Run the model inside and leave its ``attention_weights`` (the model's and every
@@ -166,6 +177,7 @@ def reference(model: DecoderLM | TinyDecoder, tokens: list[int],
     step's weights (1, H, 1, n) put at the positions of the keys the cache returned
     (``key_positions``), 0 elsewhere. The model's attention_weights are left as they were."""
     _check_model(model)
+    tokens = _check_tokens(tokens)
     policy = check_policy(cache)
     with kept_weights(model):
         return _reference(model, tokens, policy)

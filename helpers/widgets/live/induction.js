@@ -25,7 +25,7 @@ function induction_parse(text, model) {
   }
   if (tokens.length > model.max_len) {
     throw new Error(`${tokens.length} letters is too many: at most ${model.max_len}, the ` +
-                    "model's max_len (the length of the copy task's sequences).");
+                    "length of the sequences the model was trained on.");
   }
   return tokens;
 }
@@ -59,7 +59,7 @@ function induction_texts(model, tokens, result) {
   let j = -1;
   for (let k = T - 2; k >= 0; k--) if (tokens[k] === tokens[T - 1]) { j = k; break; }
   const copy = j >= 0
-    ? `${last} came before at position ${j}, followed by ${L[tokens[j + 1]]}: the letter an ` +
+    ? `${last} came before at position ${j} (counting from 0), followed by ${L[tokens[j + 1]]}: the letter an ` +
       "induction head reads there, and copies."
     : `${last} has not come before: nothing to copy (and training never scored a guess after ` +
       "a new letter).";

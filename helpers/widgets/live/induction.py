@@ -36,8 +36,9 @@ from .._common import check_figure, start_figure
 from . import LiveView, mark, mark_ticks
 from .decoder import export_decoder, kept_weights, reference
 
-__all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "export", "parse", "forward", "draw",
-           "random_texts", "BAD_INPUTS", "CONTROLS", "live_view", "demo_model", "pick_heads"]
+__all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "BAD_INPUTS", "CONTROLS", "live_view",
+           "parse", "forward", "draw", "export"]
+# (demo_model, random_texts, pick_heads: the tests' and the view's, not the series' API)
 
 KIND = "induction"
 JS = ["decoder.js", "induction.js"]
@@ -82,8 +83,8 @@ def parse(text: str, **controls: object) -> list[int]:
         raise ValueError(f"Type at least one letter: the model's tokens are the {VOCAB} letters "
                          f"A–P (spaces are ignored).")
     if len(tokens) > MAX_LEN:
-        raise ValueError(f"{len(tokens)} letters is too many: at most {MAX_LEN}, the model's "
-                         f"max_len (the length of the copy task's sequences).")
+        raise ValueError(f"{len(tokens)} letters is too many: at most {MAX_LEN}, the length "
+                         f"of the sequences the model was trained on.")
     return tokens
 
 
@@ -219,7 +220,8 @@ def _texts(tokens: list[int], result: dict) -> dict[str, str]:
     earlier = [j for j in range(len(tokens) - 1) if tokens[j] == tokens[-1]]
     if earlier:
         j = earlier[-1]
-        copy = (f"{last} came before at position {j}, followed by {LETTERS[tokens[j + 1]]}: "
+        copy = (f"{last} came before at position {j} (counting from 0), followed by "
+                f"{LETTERS[tokens[j + 1]]}: "
                 f"the letter an induction head reads there, and copies.")
     else:
         copy = (f"{last} has not come before: nothing to copy (and training never scored a "
@@ -294,8 +296,8 @@ def draw(model: DecoderLM, parsed: list[int], *, fig: Figure | None = None,
     bar.ax.tick_params(labelsize=8, length=2, pad=2)
     bar.set_label("attention weight", fontsize=8.5)
     fig.text(0.15 / width, 1 - 4.28 / height,
-             f"Grey: the future (the causal mask). prev, ind: each head's score on the "
-             f"notebook's {EVAL_SIZE} evaluation sequences; here: on your letters.",
+             f"Grey: the future. prev, ind: each head's score on the notebook's {EVAL_SIZE} "
+             f"evaluation sequences; here: its mean over your queries with such a letter.",
              ha="left", va="baseline", fontsize=8, color="0.3")
     return fig
 

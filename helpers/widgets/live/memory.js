@@ -33,7 +33,8 @@ function memory_parse(text) {
     const match = /^(0|[1-9][0-9]*)=(0|[1-9][0-9]*)$/.exec(word);
     if (!match) {
       return {ok: false, message: `'${memory_shown(word)}' is not a write: type key=value, two `
-        + `whole numbers 0–${last} joined by = (e.g. 3=17), separated by spaces or commas.`};
+        + `whole numbers 0–${last} (no leading zeros) joined by = (e.g. 3=17), separated by `
+        + "spaces or commas."};
     }
     const [, key, value] = match;
     // A digit string longer than 2 is ≥ 100 (no leading zeros): out of range, whatever its size.

@@ -45,9 +45,9 @@ from ...recall import RecallModel, make_batch, train
 from .._common import check_figure, start_figure
 from . import LiveView, mark, mark_ticks, tensor_json
 
-__all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "MEMORIES", "MAX_WRITES", "export",
-           "parse", "reads", "forward", "float64", "draw", "random_texts", "BAD_INPUTS",
-           "CONTROLS", "live_view", "demo_model"]
+__all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "MEMORIES", "MAX_WRITES", "BAD_INPUTS",
+           "CONTROLS", "live_view", "parse", "forward", "draw", "export"]
+# (demo_model, random_texts, reads, float64: the tests' and the view's, not the series' API)
 
 KIND = "memory"
 JS = ["memory.js"]
@@ -100,7 +100,8 @@ def parse(text: str, **controls: object) -> tuple[tuple[int, int], ...]:
         match = _WRITE.fullmatch(word)
         if match is None:
             _refuse(f"'{_shown(word)}' is not a write: type key=value, two whole numbers "
-                    f"0–{last} joined by = (e.g. 3=17), separated by spaces or commas.")
+                    f"0–{last} (no leading zeros) joined by = (e.g. 3=17), separated by spaces "
+                    f"or commas.")
         key, value = match.groups()
         if int(key) >= NUM_KEYS:
             _refuse(f"'{_shown(word)}': the key {_shown(key)} is not one of the models' "

@@ -27,6 +27,10 @@ from ...plotting import to_numpy
 from .._common import check_figure, start_figure
 from . import LiveView, mark, tensor_json
 
+__all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "W_CHOICES", "BAD_INPUTS", "live_view",
+           "parse", "forward", "draw", "export"]
+# (demo_model, random_texts, queries, default_text: the tests' and the view's)
+
 KIND = "nw"
 JS = ["nw.js"]
 LABEL = "live.nw"
@@ -43,7 +47,7 @@ W_CHOICES = ("1 (untrained)", "trained scalar w")
 FIGSIZE = (9.0, 3.8)
 WEIGHT_TICKS = [0.0, 0.02, 0.1, 0.25, 0.5, 1.0]
 
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # ASCII, as nw.js
 _PAIR = re.compile(rf"^\s*({_NUMBER})\s+({_NUMBER})\s*$")
 
 
@@ -96,12 +100,36 @@ def parse(text: str, **controls) -> dict:
 
 
 def _w(model: NWKernelRegression, w: str) -> torch.Tensor:
-    if w not in W_CHOICES:
+    if not isinstance(w, str) or w not in W_CHOICES:
         raise ValueError(f"w must be one of {list(W_CHOICES)}, got {w!r}")
+    if not isinstance(model, NWKernelRegression):
+        raise ValueError(f"model must be a scalar-w NWKernelRegression (per_key=False), got "
+                         f"{type(model).__name__}")
     if model.w.numel() != 1:
         raise ValueError(f"model must be a scalar-w NWKernelRegression (per_key=False), got "
                          f"w of shape {tuple(model.w.shape)}")
     return torch.ones(1) if w == W_CHOICES[0] else model.w.detach().to("cpu", torch.float32)
+
+
+def _check_parsed(parsed: object) -> dict:
+    """Raise unless ``parsed`` is what ``parse`` returns: a query and 1 … MAX_POINTS points,
+    in range."""
+    def within(v: object, low: float, high: float) -> bool:
+        return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                and low <= v <= high)
+
+    ok = (isinstance(parsed, dict) and set(parsed) == {"query", "x", "y"}
+          and within(parsed["query"], *X_RANGE)
+          and isinstance(parsed["x"], list) and isinstance(parsed["y"], list)
+          and 1 <= len(parsed["x"]) == len(parsed["y"]) <= MAX_POINTS
+          and all(within(v, *X_RANGE) for v in parsed["x"])
+          and all(within(v, *Y_RANGE) for v in parsed["y"]))
+    if not ok:
+        raise ValueError(f"parsed must be parse()'s {{'query', 'x', 'y'}}: a query in "
+                         f"[{X_RANGE[0]:g}, {X_RANGE[1]:g}] and 1 … {MAX_POINTS} points (x in "
+                         f"[{X_RANGE[0]:g}, {X_RANGE[1]:g}], y in [{Y_RANGE[0]:g}, "
+                         f"{Y_RANGE[1]:g}]), got {parsed!r:.80}")
+    return parsed
 
 
 def queries() -> torch.Tensor:
@@ -112,6 +140,8 @@ def queries() -> torch.Tensor:
 def forward(model: NWKernelRegression, parsed: dict, w: str = W_CHOICES[1]) -> dict:
     """The oracle: ``NWKernelRegression`` on the reader's points (float32), for the grid and
     the query: weights (GRID, K) and (K,), predictions (GRID,) and the query's."""
+    _check_parsed(parsed)
+    _w(model, w)
     x = torch.tensor(parsed["x"], dtype=torch.float32)
     y = torch.tensor(parsed["y"], dtype=torch.float32)
     nw = NWKernelRegression(x, y, per_key=False)
@@ -161,7 +191,7 @@ def draw(model: NWKernelRegression, parsed: dict, *, fig: Figure | None = None,
     ax_fit.set_ylim(*Y_RANGE)
     ax_fit.set_xlabel("x")
     ax_fit.set_ylabel("y")
-    ax_fit.legend(loc="upper right", fontsize="x-small", ncols=2)
+    ax_fit.legend(loc="upper left", fontsize="x-small", ncols=2)
     mark(ax_fit.set_title(_title(parsed, out, w), fontsize="medium", loc="left", y=1.02),
          "title")
     order = _order(parsed)

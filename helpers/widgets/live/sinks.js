@@ -36,12 +36,13 @@ function sinks_parse(text) {
   }
   for (const word of words) {
     if (word === "BOS") {
-      return {ok: false, message: "BOS can only come first (the page puts it there): type the "
+      return {ok: false, message: "BOS only once, first (the page puts it there): type the "
         + `numbers 0–${V - 1} after it.`};
     }
     if (!/^(0|[1-9][0-9]?)$/.test(word) || Number(word) >= V) {
       return {ok: false, message: `'${sinks_shown(word)}' is not a token: the tokens are the `
-        + `numbers 0–${V - 1} (0–${last} are triggers), separated by spaces or commas.`};
+        + `numbers 0–${V - 1}, no leading zeros (0–${last} are triggers), separated by spaces or `
+        + "commas."};
     }
   }
   if (words.length > SINKS_MAX_TOKENS) {

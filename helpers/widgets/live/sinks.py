@@ -20,6 +20,7 @@ token at a time through its ``new_cache(...)``, as ``streaming.stream`` does.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping
 
@@ -36,9 +37,9 @@ from .._common import check_figure, start_figure
 from . import LiveView, mark, mark_ticks
 from .decoder import export_decoder, reference
 
-__all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "MODELS", "RECENT", "export", "parse",
-           "forward", "draw", "random_texts", "BAD_INPUTS", "CONTROLS", "live_view",
-           "demo_model"]
+__all__ = ["KIND", "JS", "DEFAULT_TEXT", "ACCEPTED", "MODELS", "RECENT", "BAD_INPUTS",
+           "CONTROLS", "live_view", "parse", "forward", "draw", "export"]
+# (demo_model, random_texts: the tests' and the view's, not the series' API)
 
 KIND = "sinks"
 JS = ["decoder.js", "sinks.js"]
@@ -89,12 +90,12 @@ def parse(text: str, **controls: object) -> list[int]:
                          f"separated by spaces or commas.")
     for word in words:
         if word == "BOS":
-            raise ValueError(f"BOS can only come first (the page puts it there): type the "
+            raise ValueError(f"BOS only once, first (the page puts it there): type the "
                              f"numbers 0–{VOCAB - 1} after it.")
         if not _NUMBER.fullmatch(word) or int(word) >= VOCAB:
             raise ValueError(f"'{_shown(word)}' is not a token: the tokens are the numbers "
-                             f"0–{VOCAB - 1} (0–{TRIGGERS - 1} are triggers), separated by "
-                             f"spaces or commas.")
+                             f"0–{VOCAB - 1}, no leading zeros (0–{TRIGGERS - 1} are triggers), "
+                             f"separated by spaces or commas.")
     if len(words) > MAX_TOKENS:
         raise ValueError(f"{len(words)} tokens is too many: at most {MAX_TOKENS} after BOS (the "
                          f"models were trained on {MAX_TOKENS + 1} tokens).")
@@ -129,7 +130,7 @@ BAD_INPUTS = {
     "7 -1": "'-1' is not a token",
     "3.5": "'3.5' is not a token",
     "07 3": "'07' is not a token",
-    "7 BOS 3": "BOS can only come first",
+    "7 BOS 3": "BOS only once, first",
     " ".join(["7"] * 48): "48 tokens is too many: at most 47",
     "abcdefghijklmnopq": "'abcdefghijkl…' is not a token",
 }
@@ -176,10 +177,14 @@ def export(model: Mapping[str, TinyDecoder]) -> dict:
 
 
 def _controls(variant: object = MODELS[0], recent: object = 4, evict: object = False,
-              ) -> tuple[str, int, bool]:
-    if variant not in MODELS:
+              **others: object) -> tuple[str, int, bool]:
+    if others:
+        raise ValueError(f"controls must be among variant, recent and evict, got "
+                         f"{sorted(others)}")
+    if not isinstance(variant, str) or variant not in MODELS:
         raise ValueError(f"variant must be one of {MODELS}, got {variant!r}")
-    if isinstance(recent, (bool, np.bool_)) or recent not in RECENT:
+    if (not isinstance(recent, numbers.Integral) or isinstance(recent, (bool, np.bool_))
+            or recent not in RECENT):
         raise ValueError(f"recent must be one of {RECENT}, got {recent!r}")
     if not isinstance(evict, (bool, np.bool_)):
         raise ValueError(f"evict must be True or False, got {evict!r}")
