@@ -144,3 +144,18 @@ def test_a_control_set_in_python_moves_the_page(model):
     assert view.index == [0]
     view.index = [1]  # the page moved it back
     assert view._widgets["w"].value == nw.W_CHOICES[1]
+
+
+@pytest.mark.parametrize("kind", live.KINDS)
+def test_every_live_view_displays_its_widget_its_png_and_its_text(kind):
+    # What a notebook stores (here under ipywidgets 8, and 7 in the Colab stage): the widget,
+    # the PNG of the figure for the input (GitHub, an untrusted notebook) and a plain text.
+    import importlib
+
+    module = importlib.import_module(f"helpers.widgets.live.{kind}")
+    view = module.live_view(nw.demo_model(steps=20)) if kind == "nw" else module.live_view()
+    bundle, _ = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert base64.b64decode(bundle["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert bundle["text/plain"].startswith(f"[live.{kind}: live, input {module.DEFAULT_TEXT!r}")
+    assert view.scene_data()["live"]["kind"] == kind
