@@ -73,3 +73,31 @@ def test_typing_redraws_and_a_bad_input_keeps_the_last_picture(page, model):
     assert (page.pixels(bad["size"]) == after).all(), "a bad input changed the picture"
     assert bad["text"] == "12 | 1 1, 5 6, 13 2"  # the last valid input stays the model's
     page.assert_clean()
+
+
+def test_dragging_a_point_and_the_query_edits_the_input_and_the_picture(page, model):
+    # A drag on the figure is a reader's other way in: it rewrites the input text (what moved,
+    # to 2 decimals; the rest keep their values), which the page then draws as typed.
+    view = nw.live_view(model, "5 | 2 1, 10 4, 15 2")
+    first = page.show(view)
+    layout = view.scene_data()["live"]["layouts"]["points"]
+    (x0, y0, w, h), (a, b), (c, d) = layout["rect"], layout["xlim"], layout["ylim"]
+
+    def pixel(x: float, y: float) -> tuple[float, float]:  # data → canvas CSS px (scale 1)
+        box = page.page.locator(".ahv-canvas").bounding_box()
+        return box["x"] + x0 + (x - a) / (b - a) * w, box["y"] + y0 + h - (y - c) / (d - c) * h
+
+    before = page.pixels(first["size"]).copy()
+    mouse = page.page.mouse
+    mouse.move(*pixel(10, 4))
+    mouse.down()
+    mouse.move(*pixel(11, 6), steps=4)
+    mouse.up()
+    moved = page.state()
+    assert moved["text"] == "5 | 2 1, 11.00 6.00, 15 2", moved
+    assert (page.pixels(moved["size"]) != before).any()
+    mouse.move(*pixel(17, 0))  # away from every point: the query follows
+    mouse.down()
+    mouse.up()
+    assert page.state()["text"] == "17.00 | 2 1, 11 6, 15 2"
+    page.assert_clean()

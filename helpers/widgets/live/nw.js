@@ -140,7 +140,7 @@ const LIVE_ENGINE = {
       drag.what = near >= 0 ? near : "query";
     }
     if (drag.what === undefined) return null;
-    // What moves is written to 2 decimals; the rest keeps the reader's digits.
+    // What moves is written to 2 decimals; the rest keep their values (shortest form).
     const query = drag.what === "query" ? nw_fmt(dataX) : String(input.query);
     const pairs = input.x.map((x, i) => (i === drag.what ? `${nw_fmt(dataX)} ${nw_fmt(dataY)}`
                                                            : `${x} ${input.y[i]}`));
