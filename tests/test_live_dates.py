@@ -9,6 +9,7 @@ import base64
 import calendar
 import json
 
+import matplotlib as mpl
 import numpy as np
 import pytest
 import torch
@@ -24,9 +25,17 @@ ODD = ["31 February 2001", "3 May 1850", "May May", "1", "0 0 0 0", "29.02.1900"
        "September September September 3 , 1 . 9 September Jan 0 0 0 1 2 3"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def theme():
+    """The series' theme, as the notebook draws, for this module's tests only (the rcParams
+    are put back after them: other tests draw with matplotlib's defaults)."""
+    with mpl.rc_context():
+        set_theme()
+        yield
+
+
 @pytest.fixture(scope="module")
 def model() -> s2s.Seq2Seq:
-    set_theme()
     return dates.demo_model()
 
 
