@@ -350,7 +350,8 @@ def test_python_moves_and_new_scene(harness):
 
 def test_cleanup_removes_listeners(harness):
     page = harness.page
-    assert page.evaluate("() => window.harness.model.listeners()") == 4  # 2 per view
+    # 3 per view: change:index, change:scene and change:text (a live view's input)
+    assert page.evaluate("() => window.harness.model.listeners()") == 6
     left = page.evaluate("""async () => {
       for (const f of window.harness.cleanups) await f();
       const { model } = window.harness;

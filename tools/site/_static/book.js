@@ -106,21 +106,26 @@ const whenIdle = window.requestIdleCallback ?? ((callback) => setTimeout(callbac
 const drawn = (el) => el.checkVisibility?.({ contentVisibilityAuto: true }) ?? true;
 const article = document.querySelector("article.bd-article");
 
-/** The element of the article at the top of the reader's screen (under the sticky headers), and
- * where it is. */
+/** The first element of the article that starts on the reader's screen, and where it is. One
+ * that starts above the screen would not do: a block still skipped there (its estimated height)
+ * grows when it is laid out, moving what the reader sees and not its own top (measured: the
+ * heading jumped to on 11 at 390 px moved 12,000 px). */
 function placeOnScreen() {
   if (!article || scrollY <= 0) return null;
   const box = article.getBoundingClientRect();
   const x = box.left + box.width / 3; // inside the column's blocks, clear of its padding
-  for (let y = 8; y < innerHeight / 2; y += 32) {
+  let first = null;
+  for (let y = 8; y < innerHeight; y += 32) {
     const el = document.elementFromPoint(x, y);
     // A block's own element, not a section or the article around it (what grows above the
     // screen inside a section would move the content and not the section's top).
     if (el && article.contains(el) && !el.matches("section, article")) {
-      return { el, top: el.getBoundingClientRect().top };
+      const top = el.getBoundingClientRect().top;
+      if (top >= 0) return { el, top };
+      first ||= { el, top };
     }
   }
-  return null;
+  return first;
 }
 function keepPlace(place) {
   const moved = place ? place.el.getBoundingClientRect().top - place.top : 0;
