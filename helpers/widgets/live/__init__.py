@@ -463,6 +463,7 @@ class LiveView(anywidget.AnyWidget):
                          "input": {"label": getattr(self._module, "INPUT_LABEL", "input"),
                                    "accepted": self._module.ACCEPTED, "text": self.text,
                                    "rows": getattr(self._module, "INPUT_ROWS", 1)}}
+        self._title = scene["title"]  # the figure's label: the text summary's name of the view
         self.scene = encode_scene(scene)
 
     def scene_data(self) -> dict:
@@ -488,12 +489,12 @@ class LiveView(anywidget.AnyWidget):
 
     def set_text(self, text: str) -> None:
         """Set the input from Python (the page follows): refused unless ``parse`` takes it."""
-        self._parsed = self._module.parse(text, **self.kwargs)
-        self._drawn_text = self.text = text
+        self._module.parse(text, **self.kwargs)  # raises for a bad input; _text_moved keeps it
+        self.text = text
 
     def text_summary(self) -> str:
         shown = describe_state(self._controls, self.index) if self._controls else ""
-        return (f"[{self.result.get_label()}: live, input {self._drawn_text!r}"
+        return (f"[{self._title}: live, input {self._drawn_text!r}"
                 f"{', ' + shown if shown else ''}]")
 
     def _repr_mimebundle_(self, **kwargs):
