@@ -113,8 +113,12 @@ async function loadState() {
 const state = loadState();
 state.catch(() => {}); // each view says why it is not drawn (renderView)
 const done = new WeakSet();
+// A placeholder the parser may still be filling (no node after it yet, the page still loading)
+// waits for DOMContentLoaded: read early, its JSON was cut ("Unexpected end of JSON input", seen
+// once on 09 in a loaded test run).
+const parsed = (s) => document.readyState !== "loading" || s.nextSibling !== null;
 const renderParsed = () => Promise.all([...document.querySelectorAll(VIEW)]
-  .filter((s) => !done.has(s) && done.add(s)).map((s) => renderView(s, state)));
+  .filter((s) => parsed(s) && !done.has(s) && done.add(s)).map((s) => renderView(s, state)));
 // After the next frame: the page's text is painted first, the views' decoding comes after it.
 requestAnimationFrame(() => setTimeout(() => {
   renderParsed();
