@@ -195,7 +195,11 @@ SETTLED = """() => {
   const views = [...document.querySelectorAll(".ahv-view")];
   const placeholders = document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]').length;
-  return views.length >= Math.min(placeholders, 1) && views.every(
+  // book.js marks the page whole once its skipped sections are laid out (pages without it:
+  // the documentation's own, have nothing skipped).
+  const whole = !document.querySelector('script[src*="book.js"]')
+    || document.documentElement.dataset.laidOut !== undefined;
+  return whole && views.length >= Math.min(placeholders, 1) && views.every(
     (v) => Number(v.dataset.redraws) >= 1 || v.querySelector(".ahv-error"));
 }"""
 TRANSFERS = """() => {

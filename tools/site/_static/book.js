@@ -163,6 +163,15 @@ function layOut() {
   }
   keepPlace(place);
   if (!done) whenIdle(layOut, { timeout: 500 });
+  else markLaidOut();
+}
+/** Says the page is whole (html[data-laid-out]): every section laid out, and the scroll boxes
+ * marked (the ResizeObserver answers at the next frame's layout, so two frames later). What
+ * looks the page over (the site's audits) waits for it. */
+function markLaidOut() {
+  requestAnimationFrame(() => requestAnimationFrame(() => {
+    document.documentElement.dataset.laidOut = "";
+  }));
 }
 
 // Reload and Back: the browser would restore the scroll offset, which with sections at their
@@ -203,3 +212,4 @@ if (sections.length) {
   if (document.readyState === "complete") whenIdle(layOut, { timeout: 1000 });
   else addEventListener("load", () => whenIdle(layOut, { timeout: 1000 }));
 }
+else markLaidOut();
