@@ -21,7 +21,8 @@ TORCH_INDEX ?=
 COLAB_WIDGETS := $(VENV)/ipywidgets7
 
 .PHONY: help install lab test test-unit test-colab-widgets test-notebooks \
-	test-notebooks-simulated test-notebooks-machines test-browser bench notebooks site clean
+	test-notebooks-simulated test-notebooks-machines test-browser bench notebooks site \
+	translations clean
 
 help: ## this list
 	@echo "Set-up is two commands: make lab, make test (each creates .venv and installs first)."
@@ -99,6 +100,14 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 site: install $(SITE_STAMP) node_modules/.package-lock.json ## course site in site/ (needs npm)
 	$(PY) tools/build_site.py
+
+# The Chinese edition (tools/i18n.py): after an English edit of a notebook's prose, docs/*.md or
+# tools/site_text.py, one command puts the new or changed messages into their catalogues
+# (locales/zh_CN/LC_MESSAGES/*.po: new ones empty, changed ones fuzzy, via sphinx-intl) and
+# rewrites notebooks/zh/; `python tools/i18n.py check` then lists what to translate (make test fails
+# until every message is).
+translations: install $(SITE_STAMP) ## update the Chinese catalogues and notebooks/zh/
+	$(PY) tools/i18n.py update
 
 clean: ## remove .venv and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis

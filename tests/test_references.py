@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def _load(path: Path, name: str):
     return module
 
 
+sys.path.insert(0, str(ROOT / "tools"))  # (site_references imports site_text from there)
 refs = _load(ROOT / "tools" / "site_references.py", "site_references")
 ZH_TERMS = _load(ROOT / "tests" / "test_notebooks_meta.py", "notebooks_meta").ZH_TERMS
 BIB = refs.load_bib()

@@ -40,9 +40,11 @@ from pathlib import Path
 
 import nbformat
 
+import i18n  # tools/i18n.py: the Chinese edition's catalogues
 import site_references  # tools/site_references.py: references and glossary
 import widget_state  # tools/widget_state.py (run as a script, tools/ is on sys.path)
 from site_landing import landing  # tools/site_landing.py: the landing page and the docs pages
+from site_text import translator  # tools/site_text.py: the site's own words
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
@@ -79,9 +81,13 @@ def copy_static(static: Path) -> None:
         shutil.copy2(font, static / "katex" / "fonts" / font.name)
 
 
-def prepare(notebook: Path) -> nbformat.NotebookNode:
-    """The notebook as a reader of the site gets it (see the module docstring)."""
+def prepare(notebook: Path, language: str = "en") -> nbformat.NotebookNode:
+    """The notebook as a reader of the site gets it (see the module docstring), its prose in
+    ``language`` (zh_CN: translated from the catalogues, tools/i18n.py)."""
     nb = widget_state.merged(notebook)
+    t = translator(language)
+    if language != "en":
+        nb = i18n.translated(nb, i18n.load(notebook.stem))
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "colab-badge" in tags:
@@ -92,14 +98,14 @@ def prepare(notebook: Path) -> nbformat.NotebookNode:
             # A solution: its code and its printed answer, both behind one click.
             tags.append("hide-cell")
             cell.source = re.sub(r"^#@title [^\n]*\n", "", cell.source)
-            cell.metadata["mystnb"] = {"code_prompt_show": "Show the solution",
-                                       "code_prompt_hide": "Hide the solution"}
+            cell.metadata["mystnb"] = {"code_prompt_show": t("solution:show"),
+                                       "code_prompt_hide": t("solution:hide")}
         elif cell.cell_type == "code" and CHECK.search(cell.source):
             # An exercise's check: its code holds the answer; its output ("not answered yet")
             # stays in view.
             tags.append("hide-input")
-            cell.metadata["mystnb"] = {"code_prompt_show": "Show the check's code",
-                                       "code_prompt_hide": "Hide the check's code"}
+            cell.metadata["mystnb"] = {"code_prompt_show": t("check:show"),
+                                       "code_prompt_hide": t("check:hide")}
     return nb
 
 
@@ -376,7 +382,7 @@ def webp_images(folder: Path) -> set[str]:
     return converted
 
 
-def output_images(page: str, webp: set[str]) -> str:
+def output_images(page: str, webp: set[str], t=translator()) -> str:
     """The outputs' figures: WebP where webp_images() made one; fetched when they come near
     the screen (loading="lazy"; their width and height keep the layout from moving) and
     decoded off the main thread; named for a screen reader by their place, not their file."""
@@ -385,8 +391,8 @@ def output_images(page: str, webp: set[str]) -> str:
     def img(m: re.Match) -> str:
         tag = m.group(0)
         # MyST-NB's alt text is the file's path: a screen reader would spell out a hash.
-        tag = re.sub(r'alt="_images/[^"]*"', f'alt="Figure {next(count)}: the output of the code '
-                     'cell above"', tag)
+        tag = re.sub(r'alt="_images/[^"]*"', f'alt="{html.escape(t("figure", n=next(count)))}"',
+                     tag)
         if "loading=" not in tag:
             tag = tag.replace("<img ", '<img loading="lazy" decoding="async" ', 1)
         return tag
@@ -421,7 +427,33 @@ def external_state(page: str, stem: str, views: Path) -> str:
                                    f'data-src="_static/views/{name}"></script>') + page[found.end():]
 
 
-def finish(out: Path) -> None:
+# The two editions: language → its folder in site/ ("" the top) and its html lang.
+EDITIONS = {"en": ("", "en"), "zh_CN": ("zh", "zh-CN")}
+
+
+def language_switch(page: str, name: str, language: str) -> str:
+    """The link to the same page in the other edition, first of the article's header buttons
+    (every page has them), and the page's alternates in <head> (hreflang)."""
+    other = next(lang for lang in EDITIONS if lang != language)
+    here, there = EDITIONS[language][0], EDITIONS[other][0]
+    up = "../" if here else ""
+    href = f"{up}{there}/{name}" if there else f"{up}{name}"
+    t = translator(language)
+    link = (f'<a class="btn btn-sm ahv-lang" href="{href}" hreflang="{EDITIONS[other][1]}" '
+            f'lang="{EDITIONS[other][1]}" title="{html.escape(t("switch:title"))}">'
+            f'{html.escape(t("switch"))}</a>')
+    page, found = re.subn(r'(<div class="article-header-buttons">)', lambda m: m[1] + link,
+                          page, count=1)
+    if not found:
+        sys.exit(f"error: {name}: no article-header-buttons for the language switch")
+    alternates = "".join(
+        f'<link rel="alternate" hreflang="{EDITIONS[lang][1]}" '
+        f'href="{up}{EDITIONS[lang][0] + "/" if EDITIONS[lang][0] else ""}{name}" />\n    '
+        for lang in EDITIONS)
+    return page.replace("</head>", "    " + alternates.rstrip() + "\n  </head>", 1)
+
+
+def finish(out: Path, language: str = "en") -> None:
     """Every page through finish_page(), external_state() and output_images() (the figures as
     lossless WebP, webp_images()); the theme's icon script removed (its licence kept);
     /favicon.ico written; the theme's scroll-box step taken out (drop_theme_tab_stops())."""
@@ -436,8 +468,9 @@ def finish(out: Path) -> None:
     for page in sorted(out.glob("*.html")):
         text = page.read_text(encoding="utf-8")
         text = finish_page(text, page.name, icons, doc_options, faces, maths)
+        text = language_switch(text, page.name, language)
         text = external_state(text, page.stem, out / "_static" / "views")
-        page.write_text(output_images(text, images), encoding="utf-8")
+        page.write_text(output_images(text, images, translator(language)), encoding="utf-8")
     for leftover in (script, script.with_name(script.name + ".map")):
         leftover.unlink(missing_ok=True)
     favicon_ico(out / "_static" / "favicon.svg", out / "favicon.ico")
@@ -701,6 +734,83 @@ def check_offline(out: Path) -> None:
 # ------------------------------------------------------------------------------ main
 
 
+def build_edition(language: str, notebooks: list[Path]) -> dict:
+    """One edition of the site, in build/site-html[-LANG]/ (moved into site/ by main()): its
+    sources in build/site-src[-LANG]/, Sphinx, then each page finished. Returns where it is
+    and what it holds."""
+    folder = EDITIONS[language][0]
+    suffix = f"-{folder}" if folder else ""
+    src = ROOT / "build" / f"site-src{suffix}"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(SITE_SRC, src, ignore=shutil.ignore_patterns("__pycache__"))
+    static = src / "_static"
+    copy_static(static)
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        repository = tomllib.load(f)["project"]["urls"]["Repository"]
+    t = translator(language)
+    info = {"repository_url": repository, "language": language, "title": t("title")}
+    if language != "en":
+        # Chinese search: the glossary's terms are words to jieba (else it may cut 注意力汇聚 in
+        # two and a query for the whole term finds nothing).
+        terms = sorted({zh for _, zh, _ in site_references.glossary_rows(
+            nbformat.read(notebooks[0], as_version=4))} | set(SEARCH_WORDS))
+        (src / "search_words.txt").write_text("".join(f"{w} 100000\n" for w in terms),
+                                              encoding="utf-8")
+        info["search_dict"] = "search_words.txt"
+    (src / "site_info.json").write_text(json.dumps(info))
+
+    untranslated = 0
+    if language != "en":
+        for path in notebooks:
+            table = i18n.load(path.stem)
+            nb = nbformat.read(path, as_version=4)
+            untranslated += sum(m not in table for cell in nb.cells
+                                if cell.cell_type == "markdown" for m in i18n.messages(cell.source))
+    nbs = [prepare(path, language) for path in notebooks]
+    # The paper links and first glosses of nbs rewritten in place; references.md, glossary.md.
+    for name, page in site_references.apply(notebooks, nbs, language).items():
+        (src / name).write_text(page, encoding="utf-8")
+    text = []
+    for path, nb in zip(notebooks, nbs):
+        nbformat.write(nb, src / path.name)
+        text.append(json.dumps(nb, ensure_ascii=False))
+    # index.ipynb (with its live view) and the docs pages, written by landing(); their text.
+    index = landing(notebooks, nbs, static, language)
+    chars = cjk_characters("".join(text) + index)
+    fonts = cjk_font(chars, static)
+
+    # Built in build/ (MyST-NB writes its jupyter_execute/ beside the output), then moved.
+    html_dir = ROOT / "build" / f"site-html{suffix}"
+    shutil.rmtree(html_dir, ignore_errors=True)
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W",
+                          "--keep-going", "-j", "auto", str(src), str(html_dir)], cwd=ROOT)
+    if run.returncode:
+        sys.exit(f"error: sphinx-build failed ({run.returncode}); sources in {src}")
+    shutil.rmtree(html_dir / ".doctrees", ignore_errors=True)
+    (html_dir / ".buildinfo").unlink(missing_ok=True)
+    # What Sphinx and the theme wrote around the prose (in Chinese: "亮色", the search's
+    # messages in translations.js) needs its characters in the subset too.
+    built = cjk_characters("".join(
+        p.read_text(encoding="utf-8") for p in [*html_dir.glob("*.html"),
+                                                 *html_dir.glob("_static/translations.js")]))
+    if built - chars:
+        fonts = cjk_font(chars | built, html_dir / "_static")
+    for path in notebooks:  # the download button gives the notebook as committed
+        source = path if language == "en" else i18n.ZH_NOTEBOOKS / path.name
+        shutil.copy2(source, html_dir / "_sources" / path.name)
+    maths = typeset_maths(html_dir)
+    finish(html_dir, language)
+    styles = bundle_styles(html_dir)
+    check_offline(html_dir)
+    return {"html": html_dir, "fonts": fonts, "maths": maths, "styles": styles,
+            "pages": len(list(html_dir.glob("*.html"))), "untranslated": untranslated}
+
+
+# Chinese words jieba should keep whole in the search index beyond the glossary's terms (the
+# issue's examples among them).
+SEARCH_WORDS = ["掩码", "键值缓存", "注意力", "注意力汇聚", "滑动窗口", "线性注意力", "旋转位置编码"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
@@ -715,54 +825,30 @@ def main() -> None:
     if out.exists() and any(out.iterdir()) and not (out / "index.html").is_file():
         sys.exit(f"error: {out} is not empty and holds no index.html: not removing it")
 
-    src = ROOT / "build" / "site-src"
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.copytree(SITE_SRC, src, ignore=shutil.ignore_patterns("__pycache__"))
-    static = src / "_static"
-    copy_static(static)
-    with open(ROOT / "pyproject.toml", "rb") as f:
-        repository = tomllib.load(f)["project"]["urls"]["Repository"]
-    (src / "site_info.json").write_text(json.dumps({"repository_url": repository}))
-
-    nbs = [prepare(path) for path in notebooks]
-    # The paper links and first glosses of nbs rewritten in place; references.md, glossary.md.
-    for name, page in site_references.apply(notebooks, nbs).items():
-        (src / name).write_text(page, encoding="utf-8")
-    text = []
-    for path, nb in zip(notebooks, nbs):
-        nbformat.write(nb, src / path.name)
-        text.append(json.dumps(nb, ensure_ascii=False))
-    # index.ipynb (with its live view) and the docs pages, written by landing(); their text.
-    index = landing(notebooks, nbs, static)
-    fonts, font_bytes = cjk_font(cjk_characters("".join(text) + index), static)
-
-    # Built in build/ (MyST-NB writes its jupyter_execute/ beside the output), then moved.
-    html_dir = ROOT / "build" / "site-html"
-    shutil.rmtree(html_dir, ignore_errors=True)
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W",
-                          "--keep-going", "-j", "auto", str(src), str(html_dir)], cwd=ROOT)
-    if run.returncode:
-        sys.exit(f"error: sphinx-build failed ({run.returncode}); sources in {src}")
-    shutil.rmtree(html_dir / ".doctrees", ignore_errors=True)
-    (html_dir / ".buildinfo").unlink(missing_ok=True)
-    for path in notebooks:  # the download button gives the notebook as committed
-        shutil.copy2(path, html_dir / "_sources" / path.name)
+    editions = {}
+    for language in EDITIONS:
+        editions[language] = build_edition(language, notebooks)
     shutil.rmtree(out, ignore_errors=True)
-    shutil.move(html_dir, out)
-    maths = typeset_maths(out)
-    finish(out)
-    styles = bundle_styles(out)
-    check_offline(out)
+    shutil.move(editions["en"]["html"], out)
+    for language, (folder, _) in EDITIONS.items():
+        if folder:
+            shutil.move(editions[language]["html"], out / folder)
 
-    pages = sorted(out.glob("*.html"))
+    pages = sorted(out.glob("*.html")) + sorted(out.glob("*/*.html"))
     files = [f for f in out.rglob("*") if f.is_file()]
     total = sum(f.stat().st_size for f in files)
     for page in pages:
         print(f"{page.stat().st_size / 1e3:8.0f} kB  {page.relative_to(out.parent)}")
-    print(f"{font_bytes / 1e3:8.0f} kB  CJK font subset ({fonts} woff2 files)")
-    print(f"{maths:8d}     pieces of maths typeset (KaTeX)")
-    print(f"{styles[1] / 1e3:8.0f} kB  style sheets: {styles[2]} bundles, one a page, of the rules "
-          f"the pages can use (from {styles[0] / 1e3:.0f} kB in the sheets bundled)")
+    for language, e in editions.items():
+        fonts, font_bytes = e["fonts"]
+        styles = e["styles"]
+        print(f"{language}: {e['pages']} pages; {font_bytes / 1e3:.0f} kB CJK font subset "
+              f"({fonts} woff2 files); {e['maths']} pieces of maths typeset (KaTeX); "
+              f"{styles[1] / 1e3:.0f} kB style sheets: {styles[2]} bundles, one a page, of the "
+              f"rules the pages can use (from {styles[0] / 1e3:.0f} kB in the sheets bundled)")
+        if e["untranslated"]:
+            print(f"warning: {language}: {e['untranslated']} messages not translated (shown in "
+                  "English): python tools/i18n.py check lists them")
     print(f"{total / 1e6:8.1f} MB  total, {len(files)} files, {len(pages)} pages, in {out}, "
           f"built in {time.perf_counter() - start:.1f} s")
 

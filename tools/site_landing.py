@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+import i18n  # tools/i18n.py: the Chinese edition's catalogues
+from site_text import translator  # tools/site_text.py: the site's own words
 from widget_state import WIDGET_STATE  # tools/widget_state.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,8 +34,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # heatmap (28 KiB of widget state with its module, a 34 kB PNG fallback).
 VIEW_NOTEBOOK, VIEW_TEXT = "01", "[temperature:"
 # The series in three parts, by the notebooks' numbers (true to their titles).
-PARTS = [("Foundations", "01", "05"), ("The Transformer", "06", "08"),
-         ("Attention in today's models", "09", "12")]
+PARTS = [("part:foundations", "01", "05"), ("part:transformer", "06", "08"),
+         ("part:today", "09", "12")]  # (their names: tools/site_text.py)
 
 
 def title_of(nb) -> str:
@@ -58,7 +60,7 @@ def introduction(nb) -> str:
         taken = []
         for block in blocks:
             taken.append(block)
-            if not block.endswith(":"):
+            if not block.endswith((":", "：")):
                 break
         return "\n\n".join(taken)
     return ""
@@ -96,36 +98,56 @@ def live_view(nb) -> tuple[dict, dict]:
     return output, {**state, "state": wanted}
 
 
-def order_at_a_glance(notebooks: list[Path], nbs: list) -> str:
+def order_at_a_glance(notebooks: list[Path], nbs: list, t=translator()) -> str:
     """The series' parts side by side, each a numbered list of its notebooks' short titles
     (the title up to its colon), linked to their pages."""
     parts = []
     for part, first, last in PARTS:
         items = [f'<li><span class="ahv-number">{path.stem[:2]}</span> <a href="{path.stem}.html">'
-                 f'{html.escape(title_of(nb).split("·", 1)[-1].split(":")[0].strip())}</a></li>'
+                 f'{html.escape(re.split("[:：]", title_of(nb).split("·", 1)[-1])[0].strip())}</a></li>'
                  for path, nb in zip(notebooks, nbs) if first <= path.stem[:2] <= last]
         if items:
-            parts.append(f'<div><p class="ahv-part">{part} · {first}–{last}</p>\n<ol>\n'
+            parts.append(f'<div><p class="ahv-part">{t(part)} · {first}–{last}</p>\n<ol>\n'
                          + "\n".join(items) + "\n</ol></div>")
-    return '<nav class="ahv-order" aria-label="The series in order">\n' + "\n".join(parts) + "\n</nav>"
+    return (f'<nav class="ahv-order" aria-label="{html.escape(t("order"))}">\n'
+            + "\n".join(parts) + "\n</nav>")
 
 
-def documentation(src: Path, repository: str) -> list[str]:
+def documentation(src: Path, repository: str, table: dict[str, str] | None = None) -> list[str]:
     """Copy docs/*.md (and the pictures they show) beside the notebooks, their links made to
     work on the site: a notebook's file becomes its page, any other file of the repository its
     GitHub page. Returns the pages' names for the toctree, in the order of DOC_ORDER, then the
-    rest. A page whose name another page of the site has already taken is an error."""
+    rest. A page whose name another page of the site has already taken is an error. With
+    ``table`` ({English: translation}, tools/i18n.py), each page's prose is translated."""
     for picture in DOCS.glob("*.png"):
         shutil.copy2(picture, src / picture.name)
     names = []
-    for page in sorted(DOCS.glob("*.md"), key=lambda p: (DOC_ORDER + [p.stem]).index(p.stem)):
+    pages = sorted(DOCS.glob("*.md"), key=lambda p: (DOC_ORDER + [p.stem]).index(p.stem))
+    anchors = {} if table is None else {
+        page.stem: translated_anchors(page.read_text(encoding="utf-8"), table.get(page.stem, {}))
+        for page in pages}
+    for page in pages:
         if (src / page.name).exists() or (src / f"{page.stem}.ipynb").exists():
             raise ValueError(f"docs/{page.name}: the site already has a page {page.stem}")
         text = page.read_text(encoding="utf-8")
+        if table is not None:
+            text = i18n.translate(text, table.get(page.stem, {}))
+            # A link to a heading names the heading's anchor, made from its words: translated.
+            text = re.sub(r"\]\(([\w-]+\.md)?#([\w-]+)\)", lambda m: "]({}#{})".format(
+                m[1] or "", anchors.get(m[1][:-3] if m[1] else page.stem, {}).get(m[2], m[2])), text)
         text = re.sub(r"\]\(\.\./([^)#\s]+)", lambda m: "](" + site_link(m[1], repository), text)
         (src / page.name).write_text(text, encoding="utf-8")
         names.append(page.stem)
     return names
+
+
+def translated_anchors(text: str, table: dict[str, str]) -> dict[str, str]:
+    """{anchor of an English heading: anchor of its translation} of a page (MyST's anchors,
+    made from the heading's words)."""
+    from myst_parser.mdit_to_docutils.base import default_slugify  # noqa: PLC0415
+
+    headings = [p.text for p in i18n.pieces(text) if p.message and p.first.startswith("#")]
+    return {default_slugify(h): default_slugify(table.get(h, h)) for h in headings}
 
 
 def site_link(path: str, repository: str) -> str:
@@ -174,47 +196,17 @@ img.series-card { height: auto; }  /* its width and height attributes give the r
 .bd-header-article div.dropdown-launch-buttons { display: none; }
 </style>"""
 
-LANDING = """\
-# Attention, hands-on
-
-Attention mechanisms（注意力机制）in PyTorch, one idea per notebook: each is built from
-scratch, checked against a small tested helper, and drawn as a figure you can move. Go in order:
-each notebook uses what the ones before it built.
-
-<a class="ahv-start" href="{first_html}">Start with 01 →</a>
-"""
-
-CAPTION = """\
-<p class="ahv-caption">A live figure, from <a href="{first_html}">{first_title}</a>: move the
-temperature τ and the softmax weights of three queries over four keys, and their entropy,
-redraw in this page, with no Python and no network.</p>
-
-## The series at a glance
-
-{order}
-
-## Where to read it
-
-- **This site**: read it here; the figures redraw when you move their controls, with no Python
-  and no network (everything the pages use is served with them). The code is what ran and the
-  outputs are the stored ones. Solutions, and the code of the checks, stay folded until you click.
-- **JupyterLab**: clone the repository, then `make lab` (it creates the virtual environment,
-  installs the pinned packages and opens JupyterLab on 127.0.0.1).
-- **Colab**: the rocket button at the top of each notebook page opens that notebook in Colab;
-  its first cell fetches the repository's `helpers` there and installs nothing.
-
-More in the [documentation](reading.md): installing, the views, the helpers, the tests and
-what the series costs to run.
-"""
-
-
 def toctree(caption: str, names: list[str]) -> str:
     return f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n:caption: {caption}\n\n" + "\n".join(names) + "\n```"
 
 
-def landing(notebooks: list[Path], nbs: list, static: Path) -> str:
+def landing(notebooks: list[Path], nbs: list, static: Path, language: str = "en") -> str:
     """Write index.ipynb (and the docs pages) beside the notebooks in the Sphinx source folder (the parent
-    of ``static``); return the text of the pages written, for the CJK font subset."""
+    of ``static``), in ``language`` ("en", or "zh_CN": from the catalogues); return the text of
+    the pages written, for the CJK font subset."""
+    t = translator(language)
+    docs_table = None if language == "en" else {
+        page.stem: i18n.load(f"docs/{page.stem}") for page in DOCS.glob("*.md")}
     src = static.parent
     (static / "cards").mkdir(parents=True, exist_ok=True)
     cards = []
@@ -226,17 +218,17 @@ def landing(notebooks: list[Path], nbs: list, static: Path) -> str:
             width, height = png_size(picture)
             card += [f'<img class="series-card" src="_static/cards/{path.stem}.png" '
                      f'width="{width}" height="{height}" '
-                     f'alt="The first figure of notebook {path.stem[:2]}" loading="lazy">', ""]
+                     f'alt="{html.escape(t("card", nn=path.stem[:2]))}" loading="lazy">', ""]
         card.append(introduction(nb))
         cards.append("\n".join(card))
 
     site_info = json.loads((src / "site_info.json").read_text(encoding="utf-8"))
-    docs = documentation(src, site_info["repository_url"])
+    docs = documentation(src, site_info["repository_url"], docs_table)
     reference = [name for name in ("glossary", "references") if (src / f"{name}.md").is_file()]
-    sidebar = [toctree("Notebooks", [p.stem for p in notebooks])]
+    sidebar = [toctree(t("toc:notebooks"), [p.stem for p in notebooks])]
     if reference:
-        sidebar.append(toctree("Reference", reference))
-    sidebar.append(toctree("Documentation", docs))
+        sidebar.append(toctree(t("toc:reference"), reference))
+    sidebar.append(toctree(t("toc:documentation"), docs))
 
     k = next(i for i, p in enumerate(notebooks) if p.stem.startswith(VIEW_NOTEBOOK))
     output, state = live_view(nbs[k])
@@ -246,13 +238,13 @@ def landing(notebooks: list[Path], nbs: list, static: Path) -> str:
                       "language_info": nbs[k].metadata.get("language_info", {}),
                       "widgets": {WIDGET_STATE: state}}
     index.cells = [
-        nbformat.v4.new_markdown_cell(STYLE + "\n\n" + LANDING.format(first_html=first_html)),
+        nbformat.v4.new_markdown_cell(STYLE + "\n\n" + t("landing", first_html=first_html)),
         nbformat.v4.new_code_cell(
             "# notebook 01's view, as stored", metadata={"tags": ["remove-input"]},
             outputs=[nbformat.from_dict(output)]),
-        nbformat.v4.new_markdown_cell(CAPTION.format(
-            first_html=notebooks[k].stem + ".html", first_title=title_of(nbs[k]),
-            order=order_at_a_glance(notebooks, nbs))),
+        nbformat.v4.new_markdown_cell(t(
+            "caption", first_html=notebooks[k].stem + ".html", first_title=title_of(nbs[k]),
+            order=order_at_a_glance(notebooks, nbs, t))),
         nbformat.v4.new_markdown_cell("\n\n".join(cards)),
         nbformat.v4.new_markdown_cell("\n\n".join(sidebar)),
     ]

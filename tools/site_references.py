@@ -25,6 +25,8 @@ import re
 import tomllib
 from pathlib import Path
 
+from site_text import translator  # tools/site_text.py: the site's own words
+
 ROOT = Path(__file__).resolve().parents[1]
 BIB = ROOT / "docs" / "references.bib"
 PYPROJECT = ROOT / "pyproject.toml"
@@ -123,10 +125,13 @@ def slug(english: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", english.lower()).strip("-")
 
 
-def gloss_term(content: str) -> str | None:
-    """The Chinese term of a gloss's bracket content, or None if it is not a gloss (no CJK:
-    an English word such as "errata", or a bare link)."""
+def gloss_term(content: str, language: str = "en") -> str | None:
+    """The term of a gloss's bracket content: in English pages the Chinese term, or None if it
+    is not a gloss (no CJK: an English word such as "errata", or a bare link); in Chinese pages
+    (the mirror, ``注意力汇聚（attention pooling）``) the English term, None if it has CJK."""
     term = re.split(r"[,，]", content)[0].strip()
+    if language != "en":
+        return None if CJK.search(term) or "<" in term else term
     return term if CJK.search(term) else None
 
 
@@ -139,7 +144,7 @@ def glossary_rows(nb01) -> list[tuple[str, str, str]]:
 
 
 def _is_glossary_cell(cell) -> bool:
-    return cell.source.startswith("## Glossary")
+    return cell.source.lstrip().startswith("#") and "| English | 中文 |" in cell.source
 
 
 # ------------------------------------------------------------------------------ rewriting
@@ -165,7 +170,7 @@ def link_citations(nb, by_url: dict[str, str]) -> list[str]:
     return cited
 
 
-def link_glosses(nb, slugs: dict[str, str]) -> list[str]:
+def link_glosses(nb, slugs: dict[str, str], language: str = "en") -> list[str]:
     """Give the first gloss of each glossary term in the notebook the id gl-SLUG and make its
     Chinese a link to the glossary's row. A gloss in a heading gets the id on an empty anchor
     just above the heading instead (HTML inside a heading would show in the page's contents).
@@ -176,8 +181,8 @@ def link_glosses(nb, slugs: dict[str, str]) -> list[str]:
             continue
         out, pos = [], 0
         for m in GLOSS.finditer(cell.source):
-            term = gloss_term(m.group(1))
-            key = slugs.get(term or "")
+            term = gloss_term(m.group(1), language)
+            key = slugs.get((term or "") if language == "en" else (term or "").lower())
             if key is None or key in done:
                 continue
             done.append(key)
@@ -198,17 +203,14 @@ def link_glosses(nb, slugs: dict[str, str]) -> list[str]:
 # ------------------------------------------------------------------------------ pages
 
 
-def references_page(bib: dict, citing: dict[str, list[tuple[str, str]]]) -> str:
+def references_page(bib: dict, citing: dict[str, list[tuple[str, str]]], t=translator()) -> str:
     """references.md: every entry, sorted by first author and year. ``citing`` maps a key to
     the (NN, page name) of each notebook citing it."""
     with open(PYPROJECT, "rb") as f:
         project = tomllib.load(f)["project"]
     repo = project["urls"]["Repository"]
-    lines = ["---", "orphan: true", "---", "", "# References", "",
-             f"The {len(bib)} papers, books, talks and posts the notebooks cite. Each entry links "
-             "to the work and back to the notebooks that cite it (to the first citation in each). "
-             f"The same list as BibTeX: [docs/references.bib]({repo}/blob/main/docs/references.bib).",
-             ""]
+    lines = ["---", "orphan: true", "---", "", f"# {t('references:title')}", "",
+             t("references:intro", n=len(bib), repo=repo), ""]
     order = sorted(bib, key=lambda k: (surname(bib[k]).lower(), bib[k]["year"], k))
     # Equal labels (DeepSeek-AI (2024): V2 and V3) told apart as 2024a, 2024b, in this order.
     labels = {key: short_label(bib[key]) for key in order}
@@ -223,10 +225,9 @@ def references_page(bib: dict, citing: dict[str, list[tuple[str, str]]]) -> str:
         back = ", ".join(f'<a href="{page}#cite-{key}">{nn}</a>' for nn, page in citing[key])
         lines += [f'<span id="{key}"></span>**{labels[key]}** {who}. '
                   f"“{e['title']}”.{where} [{link_label(e['url'])}]({e['url']}). "
-                  f"Cited in notebook{'s' if len(citing[key]) > 1 else ''} {back}.", ""]
-    lines += ["## Cite this course", "",
-              f"The repository's [CITATION.cff]({repo}/blob/main/CITATION.cff) gives the same "
-              "data to GitHub's “Cite this repository”. As BibTeX:", "",
+                  + t("references:cited-many" if len(citing[key]) > 1 else "references:cited",
+                      back=back), ""]
+    lines += [f"## {t('references:cite')}", "", t("references:cite-intro", repo=repo), "",
               "```bibtex",
               "@misc{attention_hands_on,",
               "  author = {{the Attention, hands-on authors}},",
@@ -239,15 +240,12 @@ def references_page(bib: dict, citing: dict[str, list[tuple[str, str]]]) -> str:
     return "\n".join(lines)
 
 
-def glossary_page(rows, pages: dict[str, str], anchored: dict[str, list[str]]) -> str:
+def glossary_page(rows, pages: dict[str, str], anchored: dict[str, list[str]],
+                  t=translator()) -> str:
     """glossary.md: one row per term, alphabetical; ``anchored`` maps NN to the slugs whose
     first gloss in that notebook carries an id. Three columns, so that it fits a phone."""
-    lines = ["---", "orphan: true", "---", "", "# Glossary（术语表）", "",
-             f"The {len(rows)} terms the notebooks name in English and Chinese, in alphabetical "
-             "order. A term links to where it is introduced (the notebook in bold); the other "
-             "notebooks that write its Chinese beside it follow, each linked to its first use "
-             "there. Notebook 01 ends with the same table in the course's order.", "",
-             "| English | 中文 | notebooks |", "|---|---|---|"]
+    lines = ["---", "orphan: true", "---", "", f"# {t('glossary:title')}", "",
+             t("glossary:intro", n=len(rows)), "", t("glossary:header"), "|---|---|---|"]
     for english, zh, nn in sorted(rows, key=lambda r: r[0].lower()):
         key = slug(english)
         where = [n for n in sorted(pages) if key in anchored.get(n, [])]
@@ -259,24 +257,26 @@ def glossary_page(rows, pages: dict[str, str], anchored: dict[str, list[str]]) -
     return "\n".join(lines) + "\n"
 
 
-def apply(notebooks: list[Path], nbs: list) -> dict[str, str]:
+def apply(notebooks: list[Path], nbs: list, language: str = "en") -> dict[str, str]:
     """Rewrite the prepared notebooks ``nbs`` (of the files ``notebooks``) in place; return
-    {file name: text} of the pages to write beside them."""
+    {file name: text} of the pages to write beside them, in ``language`` ("en" or "zh_CN")."""
+    t = translator(language)
     bib = load_bib()
     by_url = {e["url"]: key for key, e in bib.items()}
     pages = {path.name[:2]: path.with_suffix(".html").name for path in notebooks}
     citing: dict[str, list[tuple[str, str]]] = {key: [] for key in bib}
     nb01 = next(nb for path, nb in zip(notebooks, nbs) if path.name.startswith("01_"))
     rows = glossary_rows(nb01)
-    slugs = {zh: slug(en) for en, zh, _ in rows}
+    slugs = ({zh: slug(en) for en, zh, _ in rows} if language == "en"
+             else {en.lower(): slug(en) for en, zh, _ in rows})
     anchored: dict[str, list[str]] = {}
     for path, nb in zip(notebooks, nbs):
         nn = path.name[:2]
         for key in link_citations(nb, by_url):
             citing[key].append((nn, pages[nn]))
-        anchored[nn] = link_glosses(nb, slugs)
+        anchored[nn] = link_glosses(nb, slugs, language)
     uncited = [key for key, found in citing.items() if not found]
     if uncited:
         raise SystemExit(f"error: docs/references.bib entries no notebook cites: {uncited}")
-    return {"references.md": references_page(bib, citing),
-            "glossary.md": glossary_page(rows, pages, anchored)}
+    return {"references.md": references_page(bib, citing, t),
+            "glossary.md": glossary_page(rows, pages, anchored, t)}

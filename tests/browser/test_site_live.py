@@ -5,7 +5,7 @@ For each notebook page that holds a live view (helpers/widgets/live): typing a n
 (drawn at random by the view's Python module) redraws the canvas and says what changed in the
 live region; a bad input says why, marks the box invalid and leaves the canvas as it was; the
 controls of the live view redraw it too; the input box, its help and its message are labelled
-and inside the page's width on a phone.
+and inside the page's width on a phone. The same on the Chinese edition's pages, on a phone.
 """
 
 from __future__ import annotations
@@ -37,11 +37,14 @@ STATE = """(root) => ({
 
 
 def _live_kinds() -> list:
-    return [pytest.param(kind, size, id=f"{kind}-{size}") for kind in KINDS for size in SIZES]
+    # The Chinese edition (site/zh/) on a phone: the same views inside translated prose.
+    return [pytest.param(kind, size, "", id=f"{kind}-{size}") for kind in KINDS for size in SIZES] \
+        + [pytest.param(kind, "phone", "zh/", id=f"{kind}-phone-zh") for kind in KINDS]
 
 
-@pytest.mark.parametrize("kind, size", _live_kinds())
-def test_a_live_view_computes_the_readers_input_in_the_page(kind, size, browser, base_url):
+@pytest.mark.parametrize("kind, size, edition", _live_kinds())
+def test_a_live_view_computes_the_readers_input_in_the_page(kind, size, edition, browser,
+                                                            base_url):
     module = importlib.import_module(f"helpers.widgets.live.{kind}")
     context = browser.new_context(**SIZES[size])
     remote: list[str] = []
@@ -51,7 +54,7 @@ def test_a_live_view_computes_the_readers_input_in_the_page(kind, size, browser,
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
     try:
-        page.goto(f"{base_url}{PAGES[kind]}.html", wait_until="load")
+        page.goto(f"{base_url}{edition}{PAGES[kind]}.html", wait_until="load")
         page.wait_for_function(LAID_OUT, timeout=TIMEOUT_MS)
         field = page.locator(f".ahv-live [data-live={kind}]")
         field.wait_for(timeout=TIMEOUT_MS)

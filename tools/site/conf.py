@@ -5,10 +5,22 @@ see that file. Every script, style sheet and font is served from _static/: nothi
 import json
 from pathlib import Path
 
+_info = json.loads((Path(__file__).parent / "site_info.json").read_text(encoding="utf-8"))
+
 project = "Attention, hands-on"
 author = "the Attention, hands-on authors"
 copyright = "2026, the Attention, hands-on authors"
-language = "en"
+# The edition: "en", or "zh_CN" (site/zh/: the prose translated by tools/build_site.py from the
+# catalogues in locales/; Sphinx's and the theme's own words from their zh_CN catalogues).
+language = _info.get("language", "en")
+if "search_dict" in _info:  # Chinese search: jieba cuts the text, with the glossary's terms
+    html_search_options = {"dict": str(Path(__file__).parent / _info["search_dict"])}
+    # Sphinx 9.0.4's Chinese search ships the English stemmer (for the Latin words) but its
+    # language_data.js says `window.Stemmer = ChineseStemmer`, which nothing defines: every
+    # search stopped there ("ChineseStemmer is not defined"). Named after the stemmer it ships.
+    from sphinx.search import zh as _zh
+
+    _zh.SearchChinese.language_name = "English"
 
 extensions = ["myst_nb"]
 # The notebooks' stored outputs, as committed: nothing is executed.
@@ -35,7 +47,7 @@ nb_ipywidgets_js = {"pageviews.js": {"type": "module", "async": "async"}}
 html_math_renderer = "prerendered"
 
 html_theme = "sphinx_book_theme"
-html_title = "Attention, hands-on"
+html_title = _info.get("title", project)
 # One search box: the header's (at every width); the theme would add a second in the sidebar.
 html_sidebars = {"**": ["navbar-logo.html", "icon-links.html", "sbt-sidebar-nav.html"]}
 html_static_path = ["_static"]
@@ -50,7 +62,6 @@ html_show_sourcelink = False
 html_copy_source = True  # the .ipynb behind the download button
 html_last_updated_fmt = None
 
-_info = json.loads((Path(__file__).parent / "site_info.json").read_text(encoding="utf-8"))
 html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
@@ -60,7 +71,7 @@ html_theme_options = {
     "use_repository_button": True,
     "repository_url": _info["repository_url"],
     "repository_branch": "main",
-    "path_to_docs": "notebooks",
+    "path_to_docs": "notebooks" if language == "en" else "notebooks/zh",
     # A plain link to Colab (nothing loads from there until a reader clicks).
     "launch_buttons": {"colab_url": "https://colab.research.google.com"},
     "navigation_with_keys": False,
@@ -108,7 +119,7 @@ def description(body: str) -> str:
         return ""
     if len(text) <= DESCRIPTION_MAX:
         return text
-    sentences = _re.split(r"(?<=[.!?])\s+", text)
+    sentences = _re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text)
     kept = ""
     for sentence in sentences:
         if len(kept) + len(sentence) + 1 > DESCRIPTION_MAX:

@@ -2,6 +2,14 @@
 // a copy button on each code block, folded solutions printed open, wide equations and tables
 // reachable by keyboard. Nothing here is needed to read a page; nothing is fetched.
 
+// The words this script writes into a page, in the page's language (the Chinese edition,
+// site/zh/, has lang="zh-CN").
+const WORDS = document.documentElement.lang.startsWith("zh")
+  ? { copy: "复制", copyCode: "复制代码", copied: "已复制", selectAndCopy: "请选中后复制",
+      equation: "公式（可横向滚动）", table: "表格，比页面宽：可横向滚动" }
+  : { copy: "Copy", copyCode: "Copy code", copied: "Copied", selectAndCopy: "Select and copy",
+      equation: "Equation (scrolls sideways)", table: "Table, wider than the page: scrolls sideways" };
+
 // A "Copy" button on each code cell and code block: it copies the code only (never the cell's
 // output, which lives in .cell_output), as the text a reader would type.
 for (const pre of document.querySelectorAll("article div.highlight > pre")) {
@@ -10,16 +18,16 @@ for (const pre of document.querySelectorAll("article div.highlight > pre")) {
   const button = document.createElement("button");
   button.type = "button";
   button.className = "copy-code";
-  button.textContent = "Copy";
-  button.setAttribute("aria-label", "Copy code");
+  button.textContent = WORDS.copy;
+  button.setAttribute("aria-label", WORDS.copyCode);
   button.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(pre.innerText.replace(/\n$/, ""));
-      button.textContent = "Copied";
+      button.textContent = WORDS.copied;
     } catch {
-      button.textContent = "Select and copy"; // no clipboard (a page opened from file://)
+      button.textContent = WORDS.selectAndCopy; // no clipboard (a page opened from file://)
     }
-    setTimeout(() => { button.textContent = "Copy"; }, 2000);
+    setTimeout(() => { button.textContent = WORDS.copy; }, 2000);
   });
   block.classList.add("has-copy");
   block.prepend(button);
@@ -51,8 +59,8 @@ addEventListener("afterprint", () => {
 // book.css), when its size changes and when fonts arrive, by a ResizeObserver; all boxes read,
 // then all written, so the page is laid out once a round.
 const SCROLL_BOXES = [
-  ["div.math", "group", "Equation (scrolls sideways)"],
-  [".pst-scrollable-table-container", "region", "Table, wider than the page: scrolls sideways"],
+  ["div.math", "group", WORDS.equation],
+  [".pst-scrollable-table-container", "region", WORDS.table],
   ["pre, .cell_output > .output, .nboutput > .output_area, .jp-RenderedHTMLCommon", null, null],
 ];
 const boxKinds = new Map(); // box → [role, label] (null: the theme's rule, tabindex only)
