@@ -316,7 +316,7 @@ def finish_page(page: str, name: str, icons: dict, doc_options: str,
     body = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
     page = head + sep + body
     page = re.sub(r'(<button class="btn search-button-field search-button__button[^"]*"[^>]*?)'
-                  r' aria-label="Search"', r"\1", page)
+                  r' aria-label="[^"]*"', r"\1", page)  # ("Search", "搜索")
     return inline_icons(page, icons)
 
 
@@ -433,7 +433,9 @@ EDITIONS = {"en": ("", "en"), "zh_CN": ("zh", "zh-CN")}
 
 def language_switch(page: str, name: str, language: str) -> str:
     """The link to the same page in the other edition, first of the article's header buttons
-    (every page has them), and the page's alternates in <head> (hreflang)."""
+    (every page has them), its language in hreflang and lang. (No <link rel="alternate"
+    hreflang> in <head>: those must name absolute URLs, and the site is a folder to copy to any
+    host; Lighthouse's SEO audit fails relative ones.)"""
     other = next(lang for lang in EDITIONS if lang != language)
     here, there = EDITIONS[language][0], EDITIONS[other][0]
     up = "../" if here else ""
@@ -446,11 +448,7 @@ def language_switch(page: str, name: str, language: str) -> str:
                           page, count=1)
     if not found:
         sys.exit(f"error: {name}: no article-header-buttons for the language switch")
-    alternates = "".join(
-        f'<link rel="alternate" hreflang="{EDITIONS[lang][1]}" '
-        f'href="{up}{EDITIONS[lang][0] + "/" if EDITIONS[lang][0] else ""}{name}" />\n    '
-        for lang in EDITIONS)
-    return page.replace("</head>", "    " + alternates.rstrip() + "\n  </head>", 1)
+    return page
 
 
 def finish(out: Path, language: str = "en") -> None:
