@@ -126,9 +126,11 @@ def tooling_problem(chromium: Path = CHROMIUM) -> str | None:
 
 # ------------------------------------------------------------------------------ Lighthouse
 def lighthouse(url: str, form_factor: str, categories: tuple[str, ...],
-               chromium: Path = CHROMIUM, save: Path | None = None) -> dict:
+               chromium: Path = CHROMIUM, save: Path | None = None,
+               pause_after_load_ms: int | None = None) -> dict:
     """One Lighthouse run of ``url`` (``form_factor`` "mobile" or "desktop"); its JSON report.
-    ``save``: also keep the report there."""
+    ``save``: also keep the report there. ``pause_after_load_ms``: how long Lighthouse waits
+    after the load event before it looks the page over (its default: 1000 ms)."""
     with tempfile.TemporaryDirectory(prefix="lighthouse-") as tmp:
         out = Path(tmp) / "report.json"
         cmd = [str(LIGHTHOUSE), url, f"--chrome-flags={LIGHTHOUSE_CHROME_FLAGS}",
@@ -136,6 +138,8 @@ def lighthouse(url: str, form_factor: str, categories: tuple[str, ...],
                f"--output-path={out}", "--quiet"]
         if form_factor == "desktop":
             cmd.append("--preset=desktop")
+        if pause_after_load_ms is not None:
+            cmd.append(f"--pause-after-load-ms={pause_after_load_ms}")
         # CHROME_PATH: chrome-launcher's way to name the browser; TMPDIR: its profile goes there.
         env = {**os.environ, "CHROME_PATH": str(chromium), "TMPDIR": tmp}
         done = subprocess.run(cmd, env=env, capture_output=True, text=True,
