@@ -199,8 +199,8 @@ SETTLED = """() => {
   const views = [...document.querySelectorAll(".ahv-view")];
   const placeholders = document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]').length;
-  // book.js marks the page whole once its skipped sections are laid out (pages without it:
-  // the documentation's own, have nothing skipped).
+  // book.js marks the page whole once its skipped sections are laid out (every page the
+  // build writes loads it; a page without it has nothing skipped).
   const whole = !document.querySelector('script[src*="book.js"]')
     || document.documentElement.dataset.laidOut !== undefined;
   return whole && views.length >= Math.min(placeholders, 1) && views.every(

@@ -463,12 +463,13 @@ def finish(out: Path, language: str = "en") -> None:
              re.findall(r'url\("fonts/([^"]+)"\)[^;]*;\s*unicode-range:\s*([^;]+);', css)]
     maths = katex_fonts((out / "_static" / "katex" / "katex.css").read_text(encoding="utf-8"))
     images = webp_images(out / "_images")
+    t = translator(language)
     for page in sorted(out.glob("*.html")):
         text = page.read_text(encoding="utf-8")
         text = finish_page(text, page.name, icons, doc_options, faces, maths)
         text = language_switch(text, page.name, language)
         text = external_state(text, page.stem, out / "_static" / "views")
-        page.write_text(output_images(text, images, translator(language)), encoding="utf-8")
+        page.write_text(output_images(text, images, t), encoding="utf-8")
     for leftover in (script, script.with_name(script.name + ".map")):
         leftover.unlink(missing_ok=True)
     favicon_ico(out / "_static" / "favicon.svg", out / "favicon.ico")
@@ -757,13 +758,6 @@ def build_edition(language: str, notebooks: list[Path]) -> dict:
         info["search_dict"] = "search_words.txt"
     (src / "site_info.json").write_text(json.dumps(info))
 
-    untranslated = 0
-    if language != "en":
-        for path in notebooks:
-            table = i18n.load(path.stem)
-            nb = nbformat.read(path, as_version=4)
-            untranslated += sum(m not in table for cell in nb.cells
-                                if cell.cell_type == "markdown" for m in i18n.messages(cell.source))
     nbs = [prepare(path, language) for path in notebooks]
     # The paper links and first glosses of nbs rewritten in place; references.md, glossary.md.
     for name, page in site_references.apply(notebooks, nbs, language).items():
@@ -801,7 +795,7 @@ def build_edition(language: str, notebooks: list[Path]) -> dict:
     styles = bundle_styles(html_dir)
     check_offline(html_dir)
     return {"html": html_dir, "fonts": fonts, "maths": maths, "styles": styles,
-            "pages": len(list(html_dir.glob("*.html"))), "untranslated": untranslated}
+            "pages": len(list(html_dir.glob("*.html")))}
 
 
 # Chinese words jieba should keep whole in the search index beyond the glossary's terms (the
@@ -844,9 +838,10 @@ def main() -> None:
               f"({fonts} woff2 files); {e['maths']} pieces of maths typeset (KaTeX); "
               f"{styles[1] / 1e3:.0f} kB style sheets: {styles[2]} bundles, one a page, of the "
               f"rules the pages can use (from {styles[0] / 1e3:.0f} kB in the sheets bundled)")
-        if e["untranslated"]:
-            print(f"warning: {language}: {e['untranslated']} messages not translated (shown in "
-                  "English): python tools/i18n.py check lists them")
+    left = i18n.report()
+    if left:
+        print(f"warning: zh_CN: {len(left)} messages to translate or fix (shown in English "
+              "where untranslated): python tools/i18n.py check lists them")
     print(f"{total / 1e6:8.1f} MB  total, {len(files)} files, {len(pages)} pages, in {out}, "
           f"built in {time.perf_counter() - start:.1f} s")
 

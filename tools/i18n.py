@@ -32,13 +32,17 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -193,10 +197,7 @@ def site_strings() -> list[str]:
     """The site's own prose: the landing page, the references and glossary pages, the labels
     the build adds (tools/site_text.py)."""
     sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import site_text  # noqa: PLC0415
-    except ImportError:
-        return []
+    import site_text  # noqa: PLC0415 (it imports this module)
 
     return site_text.messages()
 
@@ -226,8 +227,6 @@ def po_path(domain: str) -> Path:
 
 def load(domain: str) -> dict[str, str]:
     """{English: Chinese} of a catalogue: its translated, not fuzzy, messages."""
-    from babel.messages.pofile import read_po  # noqa: PLC0415
-
     path = po_path(domain)
     if not path.is_file():
         return {}
@@ -238,29 +237,19 @@ def load(domain: str) -> dict[str, str]:
 
 def write_pots() -> list[Path]:
     """build/gettext/<domain>.pot for every domain."""
-    from babel.messages.catalog import Catalog  # noqa: PLC0415
-    from babel.messages.pofile import write_po  # noqa: PLC0415
-
-    shutil_rmtree(POT)
+    shutil.rmtree(POT, ignore_errors=True)
     written = []
     for domain, found in sources().items():
         catalog = Catalog(project="Attention, hands-on", charset="utf-8", fuzzy=False)
         for message, where in found:
             file, _, line = where.partition(":")
-            catalog.add(message, locations=[(file, 0)] if not line else [(file, 0)],
-                        auto_comments=[line] if line else [])
+            catalog.add(message, locations=[(file, 0)], auto_comments=[line] if line else [])
         path = POT / f"{domain}.pot"
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as f:
             write_po(f, catalog, width=0, omit_header=False, include_lineno=False)
         written.append(path)
     return written
-
-
-def shutil_rmtree(path: Path) -> None:
-    import shutil  # noqa: PLC0415
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def update() -> None:
@@ -358,8 +347,6 @@ def problems(english: str, chinese: str) -> list[str]:
 def report() -> list[str]:
     """Every untranslated, fuzzy, missing or broken message, and every catalogue out of step
     with the sources; empty when the Chinese edition is complete and in step."""
-    from babel.messages.pofile import read_po  # noqa: PLC0415
-
     out = []
     for domain, found in sources().items():
         path = po_path(domain)
@@ -392,10 +379,6 @@ WORK = ROOT / "build" / "i18n-work"
 def export(domain: str) -> Path:
     """build/i18n-work/<domain>.json: the catalogue's messages as [{"en", "zh", "where"}] (a
     translator's working copy; ``import`` puts it back)."""
-    import json  # noqa: PLC0415
-
-    from babel.messages.pofile import read_po  # noqa: PLC0415
-
     with open(po_path(domain), "rb") as f:
         catalog = read_po(f)
     items = [{"en": m.id, "zh": "" if m.fuzzy else m.string,
@@ -409,10 +392,6 @@ def export(domain: str) -> Path:
 def import_work(domain: str, work: Path) -> list[str]:
     """Put a working copy's translations into the catalogue (a filled "zh" replaces the
     message's translation and clears its fuzzy mark); returns its problems."""
-    import json  # noqa: PLC0415
-
-    from babel.messages.pofile import read_po, write_po  # noqa: PLC0415
-
     path = po_path(domain)
     with open(path, "rb") as f:
         catalog = read_po(f)

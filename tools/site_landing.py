@@ -123,13 +123,13 @@ def documentation(src: Path, repository: str, table: dict[str, str] | None = Non
         shutil.copy2(picture, src / picture.name)
     names = []
     pages = sorted(DOCS.glob("*.md"), key=lambda p: (DOC_ORDER + [p.stem]).index(p.stem))
+    texts = {page: page.read_text(encoding="utf-8") for page in pages}
     anchors = {} if table is None else {
-        page.stem: translated_anchors(page.read_text(encoding="utf-8"), table.get(page.stem, {}))
-        for page in pages}
+        page.stem: translated_anchors(texts[page], table.get(page.stem, {})) for page in pages}
     for page in pages:
         if (src / page.name).exists() or (src / f"{page.stem}.ipynb").exists():
             raise ValueError(f"docs/{page.name}: the site already has a page {page.stem}")
-        text = page.read_text(encoding="utf-8")
+        text = texts[page]
         if table is not None:
             text = i18n.translate(text, table.get(page.stem, {}))
             # A link to a heading names the heading's anchor, made from its words: translated.

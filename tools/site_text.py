@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 
 TEXT = {
     "landing": """\
@@ -94,6 +95,7 @@ def messages() -> list[str]:
     return out
 
 
+@cache  # (one catalogue read a language: the build asks for it page by page)
 def translator(language: str = "en") -> Callable[..., str]:
     """``t(name, **fields)``: the text ``name`` in ``language`` ("en" or "zh_CN"), its fields
     filled. A translation that drops or adds a field is an error."""
